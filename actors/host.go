@@ -1,0 +1,107 @@
+package actors
+
+import (
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"troupe/protocol/framing"
+)
+
+// Options configure a Host. The zero value serves an empty tool registry
+// with default limits.
+type Options struct {
+	Session SessionOptions
+	// MaxLineBytes bounds one message on stream transports (default 4 MiB).
+	MaxLineBytes int
+	// Grace is how long calls in flight may run on after the input ends or
+	// a shutdown starts (default 10 s).
+	Grace time.Duration
+	// Logger receives troupe's logs; nil discards them.
+	Logger *slog.Logger
+	// RuntimeLogger receives protoactor's own logs (dead letters, internal
+	// anomalies); nil uses Logger. Give it a higher level than Logger:
+	// late replies to cancelled calls land in dead letters by design.
+	RuntimeLogger *slog.Logger
+}
+
+// Host runs troupe's actor system and serves clients on it.
+type Host struct {
+	system    *actor.ActorSystem
+	server    *actor.PID
+	opts      *hostOptions
+	closeOnce sync.Once
+	closedOK  bool
+}
+
+// NewHost starts an actor system with the server actor at its top.
+func NewHost(o Options) *Host {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rlog := o.RuntimeLogger
+	if rlog == nil {
+		rlog = log
+	}
+	if o.Grace <= 0 {
+		o.Grace = 10 * time.Second
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = framing.DefaultMaxLineBytes
+	}
+	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace, exec: &executorDeps{}}
+	system := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
+			return rlog.With("lib", "protoactor")
+		}),
+		actor.WithDeadLetterRequestLogging(false),
+	)
+	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &server{opts: opts, log: log}
+	}, actor.WithReceiverMiddleware(capturePanics)))
+	return &Host{system: system, server: pid, opts: opts}
+}
+
+// ServeStream serves one client reading requests from in and writing
+// responses to out (stdio: os.Stdin and os.Stdout). The returned channel is
+// closed once the client's session has ended and out has been closed: after
+// the input ends or Drain is called, and calls in flight have finished or
+// the grace period has passed.
+func (h *Host) ServeStream(in io.Reader, out io.WriteCloser) <-chan struct{} {
+	done := make(chan struct{})
+	h.system.Root.Send(h.server, &serveStream{in: in, out: out, done: done})
+	return done
+}
+
+// Drain starts a graceful shutdown of every connection.
+func (h *Host) Drain() {
+	h.system.Root.Send(h.server, &Drain{Grace: h.opts.grace})
+}
+
+// Close stops the actor tree and waits up to timeout for tool goroutines to
+// return (they were cancelled when their executors stopped). It reports
+// whether everything ended in time. Later calls return the first's answer.
+func (h *Host) Close(timeout time.Duration) bool {
+	h.closeOnce.Do(func() { h.closedOK = h.close(timeout) })
+	return h.closedOK
+}
+
+func (h *Host) close(timeout time.Duration) bool {
+	_ = h.system.Root.StopFuture(h.server).Wait()
+	ended := make(chan struct{})
+	go func() {
+		h.opts.exec.running.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		h.system.Shutdown()
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}

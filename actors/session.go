@@ -1,0 +1,584 @@
+package actors
+
+import (
+	"encoding/base64"
+	"errors"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sourcegraph/jsonrpc2"
+	"golang.org/x/time/rate"
+
+	"troupe/protocol"
+	"troupe/tools"
+)
+
+// SessionOptions configure every session a Host creates. The zero value of
+// each limit means its default.
+type SessionOptions struct {
+	ServerInfo   protocol.Implementation
+	Instructions string
+	Registry     *tools.Registry
+	// PageSize is the number of tools per tools/list page (default 100).
+	PageSize int
+	// MaxInFlight bounds concurrent tools/call requests per session
+	// (default 64); more are refused with CodeServerBusy.
+	MaxInFlight int
+	// CallTimeout is the server-side deadline of one tool call (default 120 s).
+	CallTimeout time.Duration
+	// DefaultLogLevel is the notifications/message threshold until the
+	// client calls logging/setLevel (default warning).
+	DefaultLogLevel protocol.LoggingLevel
+	// LogRate bounds notifications/message per second (default 50, burst 100).
+	LogRate rate.Limit
+}
+
+func (o SessionOptions) withDefaults() SessionOptions {
+	if o.PageSize <= 0 {
+		o.PageSize = 100
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 64
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 120 * time.Second
+	}
+	if !o.DefaultLogLevel.Valid() {
+		o.DefaultLogLevel = protocol.LevelWarning
+	}
+	if o.LogRate <= 0 {
+		o.LogRate = 50
+	}
+	return o
+}
+
+// Inbound carries one request or notification from the connection's read
+// loop to the session, in wire order.
+type Inbound struct{ Request *jsonrpc2.Request }
+
+// Drain asks a session to finish: refuse new requests, let calls in flight
+// complete within Grace, then stop what is left and end.
+type Drain struct{ Grace time.Duration }
+
+// Outbound asks the session's parent to write Message (a *jsonrpc2.Response
+// or a notification *jsonrpc2.Request) to the client.
+type Outbound struct{ Message any }
+
+// Unanswered tells the session's parent that request ID will never get a
+// response (it was cancelled), so a batch waiting for it can complete.
+type Unanswered struct{ ID jsonrpc2.ID }
+
+// Negotiated tells the session's parent the protocol revision the session
+// now speaks, for transport rules that depend on it (batches).
+type Negotiated struct{ Version protocol.Version }
+
+// callFinished is an invocation's answer, sent to its session.
+type callFinished struct {
+	id     jsonrpc2.ID
+	result *protocol.CallToolResult
+}
+
+// invocationGone is the session's note to itself that an invocation has
+// stopped, queued behind whatever that invocation sent before stopping.
+type invocationGone struct {
+	quiet
+	pid *actor.PID
+}
+
+// drainDeadline fires when a draining session's grace period is over.
+type drainDeadline struct{ quiet }
+
+type phase int
+
+const (
+	awaitingInitialize phase = iota
+	initialized
+)
+
+// inflight is one tools/call the session is running.
+type inflight struct {
+	pid       *actor.PID
+	tool      string
+	token     json.RawMessage // progress token, nil when none
+	cancelled bool
+	answered  bool
+	progress  float64 // last progress value sent; values must grow
+	reported  bool    // progress has been sent at least once
+}
+
+// session is the MCP session actor: it owns everything the protocol says
+// about one client (negotiated revision, capabilities, log level) and the
+// table of calls in flight, keyed by request id.
+type session struct {
+	opts     SessionOptions
+	log      *slog.Logger
+	id       string
+	phase    phase
+	version  protocol.Version
+	client   protocol.Implementation
+	caps     protocol.ClientCapabilities
+	level    protocol.LoggingLevel
+	limiter  *rate.Limiter
+	calls    map[jsonrpc2.ID]*inflight
+	byPID    map[string]jsonrpc2.ID
+	draining bool
+	timer    *time.Timer
+	exec     *executorDeps
+	root     *actor.RootContext // for sends outside Receive (HandleFailure, timers)
+	parent   *actor.PID         // the connection: writes what the session sends
+}
+
+func newSession(opts SessionOptions, log *slog.Logger, exec *executorDeps) actor.Producer {
+	opts = opts.withDefaults()
+	return func() actor.Actor {
+		id := newSessionID()
+		return &session{
+			opts:    opts,
+			id:      id,
+			log:     log.With("session", id),
+			level:   opts.DefaultLogLevel,
+			limiter: rate.NewLimiter(opts.LogRate, 2*int(opts.LogRate)),
+			calls:   map[jsonrpc2.ID]*inflight{},
+			byPID:   map[string]jsonrpc2.ID{},
+			exec:    exec,
+		}
+	}
+}
+
+func newSessionID() string { return "s-" + newCorrelationID()[2:] }
+
+// Receive implements actor.Actor.
+func (s *session) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		s.root, s.parent = ctx.ActorSystem().Root, ctx.Parent()
+		s.log.Debug("session started")
+	case *Inbound:
+		s.handle(ctx, msg.Request)
+	case *callFinished:
+		s.finish(ctx, msg)
+	case *toolNotice:
+		s.notice(msg)
+	case *Drain:
+		s.drain(ctx, msg.Grace)
+	case *drainDeadline:
+		s.stopRemaining(ctx)
+	case *actor.Terminated:
+		// System messages overtake user messages: the invocation's
+		// callFinished may still be queued. Look again behind it.
+		ctx.Send(ctx.Self(), &invocationGone{pid: msg.Who})
+	case *invocationGone:
+		s.childEnded(ctx, msg.pid)
+	case *actor.Stopping:
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+	case *actor.Stopped:
+		s.log.Debug("session ended")
+	}
+}
+
+// handle dispatches one inbound message by method.
+func (s *session) handle(ctx actor.Context, req *jsonrpc2.Request) {
+	m, known := lookupMethod(req.Method)
+	if req.Notif {
+		if known && m.notification != nil && (s.phase == initialized || !m.needsInit) {
+			m.notification(s, ctx, req)
+		} else if !known {
+			s.log.Debug("ignoring unknown notification", "method", req.Method)
+		}
+		return
+	}
+	switch {
+	case !known || m.request == nil:
+		s.fail(req.ID, protocol.CodeMethodNotFound, "method not found: "+req.Method)
+	case s.draining:
+		s.fail(req.ID, protocol.CodeServerBusy, "server is shutting down")
+	case m.needsInit && s.phase != initialized:
+		s.fail(req.ID, protocol.CodeInvalidRequest, "session not initialized: send initialize first")
+	default:
+		m.request(s, ctx, req)
+	}
+}
+
+// method is one entry of the dispatch table. A request handler must answer
+// (now, or later from a child's message); a notification handler never does.
+type method struct {
+	needsInit    bool
+	request      func(*session, actor.Context, *jsonrpc2.Request)
+	notification func(*session, actor.Context, *jsonrpc2.Request)
+}
+
+// lookupMethod is the dispatch table of the handshake-based revisions
+// (2024-11-05 … 2025-11-25). The stateless 2026-07-28 revision would get a
+// table of its own, chosen per request from its _meta, reusing the handlers
+// whose methods are the same.
+func lookupMethod(name string) (method, bool) {
+	switch name {
+	case protocol.MethodInitialize:
+		return method{request: (*session).initialize}, true
+	case protocol.MethodPing:
+		return method{request: (*session).ping}, true
+	case protocol.MethodToolsList:
+		return method{needsInit: true, request: (*session).listTools}, true
+	case protocol.MethodToolsCall:
+		return method{needsInit: true, request: (*session).callTool}, true
+	case protocol.MethodLoggingSetLevel:
+		return method{needsInit: true, request: (*session).setLevel}, true
+	case protocol.NotificationInitialized:
+		return method{notification: (*session).clientInitialized}, true
+	case protocol.NotificationCancelled:
+		return method{needsInit: true, notification: (*session).cancelled}, true
+	}
+	return method{}, false
+}
+
+func (s *session) clientInitialized(actor.Context, *jsonrpc2.Request) { s.log.Debug("client initialized") }
+
+func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
+	if s.phase != awaitingInitialize {
+		s.fail(req.ID, protocol.CodeInvalidRequest, "initialize called more than once")
+		return
+	}
+	var p protocol.InitializeParams
+	if !s.decode(ctx, req, &p) {
+		return
+	}
+	if p.ProtocolVersion == "" {
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: protocolVersion is required")
+		return
+	}
+	if len(p.Capabilities) > 0 && string(p.Capabilities) != "null" {
+		if err := json.Unmarshal(p.Capabilities, &s.caps); err != nil {
+			s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: capabilities must be an object")
+			return
+		}
+	}
+	if p.ClientInfo != nil {
+		s.client = *p.ClientInfo
+	}
+	s.version = protocol.Negotiate(p.ProtocolVersion)
+	s.phase = initialized
+	s.log = s.log.With("client", s.client.Name)
+	s.log.Info("session initialized", "requested", p.ProtocolVersion, "version", s.version,
+		"client_version", s.client.Version)
+	s.root.Send(s.parent, &Negotiated{Version: s.version})
+
+	info := s.opts.ServerInfo
+	if !s.version.HasTitles() {
+		info.Title = ""
+	}
+	if !s.version.HasIcons() {
+		info.Description, info.WebsiteURL = "", ""
+	}
+	s.reply(req.ID, protocol.InitializeResult{
+		ProtocolVersion: s.version,
+		Capabilities: protocol.ServerCapabilities{
+			Tools:   &protocol.ToolsCapability{ListChanged: true},
+			Logging: &struct{}{},
+		},
+		ServerInfo:   info,
+		Instructions: s.opts.Instructions,
+	})
+}
+
+func (s *session) ping(ctx actor.Context, req *jsonrpc2.Request) {
+	s.reply(req.ID, struct{}{})
+}
+
+// cursorPrefix versions the opaque tools/list cursor format.
+const cursorPrefix = "o1:"
+
+func (s *session) listTools(ctx actor.Context, req *jsonrpc2.Request) {
+	var p protocol.ListToolsParams
+	if !s.decode(ctx, req, &p) {
+		return
+	}
+	offset := 0
+	if p.Cursor != nil {
+		var ok bool
+		if offset, ok = parseCursor(*p.Cursor, s.opts.Registry.Len()); !ok {
+			s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: unknown cursor")
+			return
+		}
+	}
+	page, more := s.opts.Registry.Page(offset, s.opts.PageSize)
+	for i := range page {
+		page[i] = protocol.ShapeTool(s.version, page[i])
+	}
+	res := protocol.ListToolsResult{Tools: page}
+	if more {
+		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(offset+len(page))))
+	}
+	s.reply(req.ID, res)
+}
+
+func parseCursor(c string, n int) (int, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
+		return 0, false
+	}
+	off, err := strconv.Atoi(strings.TrimPrefix(string(b), cursorPrefix))
+	if err != nil || off < 0 || off > n {
+		return 0, false
+	}
+	return off, true
+}
+
+func (s *session) setLevel(ctx actor.Context, req *jsonrpc2.Request) {
+	var p protocol.SetLevelParams
+	if !s.decode(ctx, req, &p) {
+		return
+	}
+	if !p.Level.Valid() {
+		s.fail(req.ID, protocol.CodeInvalidParams,
+			"invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
+		return
+	}
+	s.level = p.Level
+	s.reply(req.ID, struct{}{})
+}
+
+func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
+	var p protocol.CallToolParams
+	if !s.decode(ctx, req, &p) {
+		return
+	}
+	if p.Name == "" {
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: name is required")
+		return
+	}
+	if len(p.Arguments) > 0 && p.Arguments[0] != '{' && string(p.Arguments) != "null" {
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: arguments must be an object")
+		return
+	}
+	if _, dup := s.calls[req.ID]; dup {
+		s.fail(req.ID, protocol.CodeInvalidRequest, "request id is already in use by a call in flight")
+		return
+	}
+	if len(s.calls) >= s.opts.MaxInFlight {
+		s.fail(req.ID, protocol.CodeServerBusy,
+			"too many calls in flight (limit "+strconv.Itoa(s.opts.MaxInFlight)+"); retry when one finishes")
+		return
+	}
+	call := &inflight{tool: p.Name}
+	if p.Meta != nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
+		call.token = p.Meta.ProgressToken
+	}
+	inv := &invocation{
+		id: req.ID, tool: p.Name, args: p.Arguments,
+		registry: s.opts.Registry, timeout: s.opts.CallTimeout,
+		log: s.log, exec: s.exec,
+	}
+	call.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return inv },
+		actor.WithReceiverMiddleware(capturePanics)))
+	s.calls[req.ID] = call
+	s.byPID[call.pid.Id] = req.ID
+}
+
+func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
+	var p protocol.CancelledParams
+	if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil || p.RequestID == nil {
+		s.log.Debug("ignoring malformed cancellation")
+		return
+	}
+	var id jsonrpc2.ID
+	if err := json.Unmarshal(p.RequestID, &id); err != nil {
+		return
+	}
+	call, ok := s.calls[id]
+	if !ok || call.cancelled || call.answered {
+		return // finished already, or unknown: the spec says ignore it
+	}
+	call.cancelled = true
+	s.log.Info("call cancelled by client", "id", id.String(), "tool", call.tool, "reason", p.Reason)
+	ctx.Stop(call.pid)
+	s.root.Send(s.parent, &Unanswered{ID: id})
+}
+
+// finish sends an invocation's result, unless the call was cancelled.
+func (s *session) finish(ctx actor.Context, msg *callFinished) {
+	call, ok := s.calls[msg.id]
+	if !ok || call.cancelled || call.answered {
+		return
+	}
+	call.answered = true
+	s.reply(msg.id, protocol.ShapeResult(s.version, msg.result))
+}
+
+// childEnded forgets an invocation once it has stopped.
+func (s *session) childEnded(ctx actor.Context, who *actor.PID) {
+	id, ok := s.byPID[who.Id]
+	if !ok {
+		return
+	}
+	delete(s.byPID, who.Id)
+	if call := s.calls[id]; call != nil && !call.answered && !call.cancelled {
+		// An invocation always answers before it stops; this is a bug, but
+		// the client must still get an answer.
+		s.log.Error("invocation ended without an answer", "id", id.String(), "tool", call.tool)
+		s.answerError(id, call, &tools.Error{Kind: tools.KindInternal, Message: "the call ended without a result"})
+	}
+	delete(s.calls, id)
+	if s.draining && len(s.calls) == 0 {
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// HandleFailure makes the session the supervisor of its invocations: a
+// panicking invocation is stopped and its call answered with an internal
+// error carrying a correlation id; the session goes on serving.
+func (s *session) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
+	_ *actor.RestartStatistics, reason any, _ any) {
+	value, stack := panicDetails(reason)
+	cid := newCorrelationID()
+	s.log.Error("invocation failed", "correlation_id", cid, "panic", value, "stack", stack)
+	if id, ok := s.byPID[child.Id]; ok {
+		if call := s.calls[id]; call != nil && !call.answered && !call.cancelled {
+			call.answered = true
+			s.reply(id, (&tools.Error{Kind: tools.KindInternal,
+				Message: "internal error in " + call.tool}).Result(cid))
+		}
+	}
+	sup.StopChildren(child)
+}
+
+func (s *session) answerError(id jsonrpc2.ID, call *inflight, e *tools.Error) {
+	call.answered = true
+	cid := newCorrelationID()
+	s.log.Warn("call failed", "id", id.String(), "tool", call.tool, "kind", e.Kind, "correlation_id", cid)
+	s.reply(id, e.Result(cid))
+}
+
+// drain stops taking requests and ends the session once calls finish.
+func (s *session) drain(ctx actor.Context, grace time.Duration) {
+	if s.draining {
+		return
+	}
+	s.draining = true
+	if len(s.calls) == 0 {
+		ctx.Stop(ctx.Self())
+		return
+	}
+	s.log.Info("draining", "in_flight", len(s.calls), "grace", grace)
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	s.timer = time.AfterFunc(grace, func() { root.Send(self, &drainDeadline{}) })
+}
+
+// stopRemaining answers the calls still running when the grace period
+// ends, then stops the session (and with it every invocation).
+func (s *session) stopRemaining(ctx actor.Context) {
+	for id, call := range s.calls {
+		if !call.answered && !call.cancelled {
+			s.answerError(id, call, &tools.Error{Kind: tools.KindUnavailable,
+				Message: "troupe is shutting down; the call was stopped before it finished"})
+		}
+	}
+	ctx.Stop(ctx.Self())
+}
+
+// decode unmarshals params into v, answering -32602 when they do not fit.
+func (s *session) decode(ctx actor.Context, req *jsonrpc2.Request, v any) bool {
+	if req.Params == nil || string(*req.Params) == "null" {
+		return true
+	}
+	if err := json.Unmarshal(*req.Params, v); err != nil {
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+describeJSONError(err))
+		return false
+	}
+	return true
+}
+
+// describeJSONError turns a decoding error into client-safe text.
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return te.Field + " must be " + jsonKind(te.Type.Kind().String())
+	}
+	return "params do not match the method's schema"
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "struct", "map":
+		return "an object"
+	case "slice":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// reply answers request id with a result.
+func (s *session) reply(id jsonrpc2.ID, result any) {
+	b, err := json.Marshal(result)
+	if err != nil {
+		s.log.Error("encoding result", "err", err)
+		s.send(&jsonrpc2.Response{ID: id, Error: protocol.NewError(protocol.CodeInternalError, "internal error", nil)})
+		return
+	}
+	raw := json.RawMessage(b)
+	s.send(&jsonrpc2.Response{ID: id, Result: &raw})
+}
+
+// fail answers request id with a JSON-RPC error that carries a correlation
+// id, logged here with the method.
+func (s *session) fail(id jsonrpc2.ID, code int64, message string) {
+	cid := newCorrelationID()
+	s.log.Info("request rejected", "id", id.String(), "code", code, "error", message, "correlation_id", cid)
+	s.send(&jsonrpc2.Response{ID: id, Error: protocol.NewError(code, message, map[string]string{"correlationId": cid})})
+}
+
+// send hands a message to the parent for writing. It goes through the actor
+// system's root so it works from HandleFailure as well as from Receive.
+func (s *session) send(msg any) {
+	s.root.Send(s.parent, &Outbound{Message: msg})
+}
+
+// notice relays a running tool's progress or log message to the client:
+// progress only when the call has a progress token and the value grows, log
+// messages only at or above the session's level and within the rate limit.
+// Nothing is sent for a call that was answered or cancelled.
+func (s *session) notice(n *toolNotice) {
+	call, ok := s.calls[n.id]
+	if !ok || call.answered || call.cancelled {
+		return
+	}
+	if n.isLog {
+		if !s.level.Allows(n.level) || !s.limiter.Allow() {
+			return
+		}
+		s.notify(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data})
+		return
+	}
+	if call.token == nil || (call.reported && n.done <= call.progress) {
+		return
+	}
+	call.progress, call.reported = n.done, true
+	p := protocol.ProgressParams{ProgressToken: call.token, Progress: n.done}
+	if n.total > 0 {
+		p.Total = &n.total
+	}
+	if s.version.HasProgressMessage() {
+		p.Message = n.message
+	}
+	s.notify(protocol.NotificationProgress, p)
+}
+
+// notify sends a notification to the client.
+func (s *session) notify(method string, params any) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		s.log.Error("encoding notification", "method", method, "err", err)
+		return
+	}
+	raw := json.RawMessage(b)
+	s.send(&jsonrpc2.Request{Method: method, Params: &raw, Notif: true})
+}

@@ -1,0 +1,208 @@
+// Command troupe is an MCP tool server: it serves tools to Codex and other
+// MCP clients over stdio, from an actor runtime with supervisor trees.
+//
+//	troupe serve [--workspace DIR] [--log-level LEVEL] [--log-format text|json] [-c key=value]...
+//	troupe version
+//
+// In serve mode stdout carries protocol messages only: everything else,
+// logs included, goes to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"troupe/actors"
+	"troupe/config"
+	"troupe/logging"
+	"troupe/protocol"
+	"troupe/sandbox"
+	"troupe/tools"
+	"troupe/tools/repo"
+)
+
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); without
+// it the module version from the build info is used.
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+const usage = `troupe: an MCP tool server
+
+Usage:
+  troupe serve [flags]    serve MCP over stdin/stdout
+  troupe version          print the version
+  troupe help             show this help
+
+Run "troupe serve --help" for the serve flags.
+`
+
+func run(args []string, stdin io.Reader, stdout, stderr *os.File) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stdin, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "troupe", buildVersion())
+		return 0
+	case "help", "--help", "-h", "-help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "troupe: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// multiFlag collects a repeatable flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	workspace := fs.String("workspace", "", "root directory every file tool is confined to (default: the current directory)")
+	logLevel := fs.String("log-level", "", "log level: debug, info, warn, error (default from config: info)")
+	logFormat := fs.String("log-format", "", "log format: text or json (default from config: text)")
+	var overrides multiFlag
+	fs.Var(&overrides, "c", "override a config key: -c key=value (value parsed as TOML); repeatable")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "troupe serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := config.Load(overrides)
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return 2
+	}
+	if *logLevel != "" {
+		cfg.Logging.Level = *logLevel
+	}
+	if *logFormat != "" {
+		cfg.Logging.Format = *logFormat
+	}
+	handler, err := logging.New(stderr, logging.Options{Level: cfg.Logging.Level, Format: cfg.Logging.Format})
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return 2
+	}
+	log := slog.New(handler)
+	// Libraries that use the log package or slog's default must not reach
+	// stdout either.
+	slog.SetDefault(log)
+
+	// The protocol gets a private copy of stdout, and fd 1 is pointed at
+	// stderr: whatever else writes to stdout (a stray print in a library)
+	// lands in the log instead of corrupting the stream.
+	protoOut, err := reserveStdout(stdout, stderr)
+	if err != nil {
+		log.Error("cannot reserve stdout for the protocol", "err", err)
+		return 1
+	}
+
+	dir := *workspace
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			log.Error("cannot determine the current directory", "err", err)
+			return 1
+		}
+	}
+	ws, err := sandbox.OpenWorkspace(dir)
+	if err != nil {
+		log.Error("cannot open the workspace", "err", err)
+		return 1
+	}
+	defer ws.Close()
+
+	registry, err := tools.NewRegistry(repo.Tools(ws, repo.Options{})...)
+	if err != nil {
+		log.Error("cannot build the tool registry", "err", err)
+		return 1
+	}
+
+	host := actors.NewHost(actors.Options{
+		Session: actors.SessionOptions{
+			ServerInfo: protocol.Implementation{
+				Name: cfg.Server.Name, Title: "troupe", Version: buildVersion(),
+				Description: "An MCP tool server on an actor runtime: workspace tools behind one sandbox.",
+			},
+			Instructions: cfg.Server.Instructions,
+			Registry:     registry,
+			PageSize:     cfg.Limits.PageSize,
+			MaxInFlight:  cfg.Limits.MaxInFlight,
+			CallTimeout:  cfg.Limits.CallTimeout,
+		},
+		MaxLineBytes:  cfg.Limits.MaxLineBytes,
+		Grace:         cfg.Limits.ShutdownGrace,
+		Logger:        log,
+		RuntimeLogger: slog.New(warnOnly{handler}),
+	})
+	log.Info("serving MCP on stdio", "version", buildVersion(), "tools", registry.Len(),
+		"ripgrep", repo.RipgrepAvailable(repo.Options{}))
+
+	sigs, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	done := host.ServeStream(stdin, protoOut)
+	select {
+	case <-done:
+		log.Info("input closed; exiting")
+	case <-sigs.Done():
+		log.Info("signal received; finishing calls in flight", "grace", cfg.Limits.ShutdownGrace)
+		host.Drain()
+		select {
+		case <-done:
+		case <-time.After(cfg.Limits.ShutdownGrace + 5*time.Second):
+			log.Warn("shutdown did not complete in time; exiting anyway")
+		}
+	}
+	if !host.Close(5 * time.Second) {
+		log.Warn("some tool calls did not stop in time")
+	}
+	return 0
+}
+
+// warnOnly raises a handler's threshold to warn; protoactor logs dead
+// letters at info, and late replies to cancelled calls produce them by design.
+type warnOnly struct{ slog.Handler }
+
+func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnOnly{w.Handler.WithAttrs(attrs)}
+}
+
+func (w warnOnly) WithGroup(name string) slog.Handler { return warnOnly{w.Handler.WithGroup(name)} }

@@ -1,0 +1,32 @@
+package protocol
+
+import (
+	"encoding/json"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// JSON-RPC 2.0 error codes used by MCP.
+const (
+	CodeParseError     = jsonrpc2.CodeParseError     // -32700: the line is not JSON
+	CodeInvalidRequest = jsonrpc2.CodeInvalidRequest // -32600: JSON, but not a valid request
+	CodeMethodNotFound = jsonrpc2.CodeMethodNotFound // -32601: no such method
+	CodeInvalidParams  = jsonrpc2.CodeInvalidParams  // -32602: params do not fit the method
+	CodeInternalError  = jsonrpc2.CodeInternalError  // -32603: troupe failed (see the correlation id in the log)
+	// CodeServerBusy is returned when a session already has as many requests
+	// in flight as it may; the client should retry later.
+	CodeServerBusy = -32000
+)
+
+// NewError builds a JSON-RPC error; data, when not nil, is attached as the
+// error's data member.
+func NewError(code int64, message string, data any) *jsonrpc2.Error {
+	e := &jsonrpc2.Error{Code: code, Message: message}
+	if data != nil {
+		if b, err := json.Marshal(data); err == nil {
+			raw := json.RawMessage(b)
+			e.Data = &raw
+		}
+	}
+	return e
+}

@@ -1,0 +1,100 @@
+package framing
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// lineError is why a message was rejected, and what to answer.
+type lineError struct {
+	id      json.RawMessage // raw id token to echo, nil for null
+	code    int64
+	message string
+}
+
+// envelope is a message's top level, read without interpreting the params.
+type envelope struct {
+	JSONRPC *string         `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// classify checks one JSON value against JSON-RPC 2.0 as MCP uses it and
+// returns it unchanged when it is a valid request, notification or response.
+func classify(msg []byte) ([]byte, *lineError) {
+	var env envelope
+	if err := json.Unmarshal(msg, &env); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) { // truncated input is a SyntaxError too
+			return nil, &lineError{code: jsonrpc2.CodeParseError, message: "parse error: " + err.Error()}
+		}
+		return nil, &lineError{code: jsonrpc2.CodeInvalidRequest, message: "invalid request: the message must be a JSON-RPC 2.0 object"}
+	}
+	id, idErr := checkID(env.ID)
+	invalid := func(why string) *lineError {
+		return &lineError{id: id, code: jsonrpc2.CodeInvalidRequest, message: "invalid request: " + why}
+	}
+	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
+		return nil, invalid(`"jsonrpc" must be "2.0"`)
+	}
+	if idErr != "" {
+		return nil, invalid(idErr)
+	}
+	switch {
+	case env.Method != nil:
+		if env.Method[0] != '"' {
+			return nil, invalid(`"method" must be a string`)
+		}
+		if env.Result != nil || env.Error != nil {
+			return nil, invalid("a request cannot carry result or error")
+		}
+		if env.Params != nil && env.Params[0] != '{' && env.Params[0] != '[' {
+			return nil, invalid(`"params" must be an object`)
+		}
+	case env.Result != nil || env.Error != nil:
+		if env.ID == nil {
+			return nil, invalid("a response needs an id")
+		}
+		if env.Result != nil && env.Error != nil {
+			return nil, invalid("a response carries either result or error, not both")
+		}
+	default:
+		return nil, invalid("neither a request nor a response")
+	}
+	return msg, nil
+}
+
+// checkID validates an id token and returns the token worth echoing (nil
+// when there is none or it is null) and why it is invalid, if it is. MCP ids
+// are strings or integers and never null; troupe also refuses negative and
+// fractional numbers (jsonrpc2 represents numeric ids as uint64).
+func checkID(raw json.RawMessage) (json.RawMessage, string) {
+	if raw == nil {
+		return nil, ""
+	}
+	switch raw[0] {
+	case 'n':
+		return nil, `"id" must not be null`
+	case '"':
+		return raw, ""
+	case '-':
+		return raw, `"id" must not be negative`
+	}
+	if raw[0] < '0' || raw[0] > '9' {
+		return nil, `"id" must be a string or an integer`
+	}
+	if bytes.ContainsAny(raw, ".eE") {
+		return raw, `"id" must be an integer`
+	}
+	var n uint64
+	if json.Unmarshal(raw, &n) != nil {
+		return raw, `"id" is out of range`
+	}
+	return raw, ""
+}

@@ -1,0 +1,336 @@
+// Package framing is troupe's newline-delimited JSON-RPC stream: the stdio
+// transport's wire, as a jsonrpc2.ObjectStream.
+//
+// jsonrpc2's own plain stream decodes with a json.Decoder, which is not line
+// framed: a truncated line swallows the next one, and an invalid id or a
+// batch closes the connection. Stream instead reads one line at a time (with
+// a size limit), checks it against JSON-RPC 2.0 and MCP's rules, answers
+// anything malformed itself with the right error (-32700 with "id": null for
+// unparsable lines, -32600 for invalid requests) and hands only well-formed
+// messages to jsonrpc2. A bad line therefore costs exactly one error reply
+// and never the next message.
+//
+// Batches (JSON arrays) are part of protocol revision 2025-03-26 only. When
+// enabled with SetBatches, a batch's members are handed on one at a time and
+// their responses are collected and written back as one array, as JSON-RPC
+// requires; otherwise a batch is an invalid request.
+package framing
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// DefaultMaxLineBytes is the largest message accepted when Options leaves it 0.
+const DefaultMaxLineBytes = 4 << 20
+
+// Options configure a Stream. The zero value is usable.
+type Options struct {
+	// MaxLineBytes is the largest line accepted; longer lines are discarded
+	// and answered with an invalid-request error. 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
+	// Logger receives a debug record for each rejected line; nil discards.
+	Logger *slog.Logger
+}
+
+// Stream reads and writes newline-delimited JSON-RPC messages. Reads must
+// come from one goroutine (jsonrpc2's read loop); writes may come from any.
+type Stream struct {
+	r       *bufio.Reader
+	max     int
+	log     *slog.Logger
+	batches atomic.Bool
+
+	// queue holds the valid members of a batch not yet handed to the reader.
+	queue [][]byte
+
+	wmu     sync.Mutex
+	w       io.Writer
+	wclosed bool
+	open    []*batch // batches whose responses are still being collected
+}
+
+// batch collects the responses to the requests of one incoming batch.
+type batch struct {
+	waiting map[jsonrpc2.ID]bool
+	replies [][]byte
+}
+
+// New returns a Stream reading r and writing w.
+func New(r io.Reader, w io.Writer, opts Options) *Stream {
+	max := opts.MaxLineBytes
+	if max <= 0 {
+		max = DefaultMaxLineBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Stream{r: bufio.NewReaderSize(r, 64<<10), max: max, log: log, w: w}
+}
+
+// SetBatches enables or disables JSON-RPC batches; the session turns them on
+// when it negotiates a revision that has them.
+func (s *Stream) SetBatches(on bool) { s.batches.Store(on) }
+
+// errLineTooLong marks a line over the size limit (already discarded).
+var errLineTooLong = errors.New("line too long")
+
+// ReadObject reads the next well-formed message into v. It returns an error
+// only when the input ends or fails; malformed lines are answered and
+// skipped.
+func (s *Stream) ReadObject(v any) error {
+	for {
+		if len(s.queue) > 0 {
+			msg := s.queue[0]
+			s.queue = s.queue[1:]
+			if err := json.Unmarshal(msg, v); err != nil {
+				// Checked by classify already; a failure here is a bug, but
+				// it must still cost only this message.
+				s.log.Error("framing: checked message failed to decode", "err", err)
+				s.reply(nil, jsonrpc2.CodeInvalidRequest, "invalid request")
+				continue
+			}
+			return nil
+		}
+		line, err := s.readLine()
+		if errors.Is(err, errLineTooLong) {
+			s.log.Debug("framing: rejected oversized line", "limit", s.max)
+			s.reply(nil, jsonrpc2.CodeInvalidRequest, fmt.Sprintf("message exceeds the %d-byte limit", s.max))
+			continue
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			s.accept(line)
+		}
+		if err != nil {
+			if len(s.queue) > 0 {
+				continue // hand out what the last line held before reporting the end
+			}
+			return err
+		}
+	}
+}
+
+// readLine returns the next line without its newline. A line longer than
+// the limit is consumed and reported as errLineTooLong. At the end of input
+// it returns the last unterminated line, if any, with io.EOF.
+func (s *Stream) readLine() ([]byte, error) {
+	var buf []byte
+	over := false
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		if !over {
+			if len(buf)+len(chunk) > s.max+1 { // +1: the newline itself
+				over, buf = true, nil
+			} else if buf == nil && err == nil {
+				return chunk[:len(chunk)-1], nil // fast path: the whole line was buffered
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			if over {
+				return nil, errLineTooLong
+			}
+			return buf[:len(buf)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			if over {
+				return nil, errLineTooLong
+			}
+			return buf, err
+		}
+	}
+}
+
+// accept classifies one line: a valid message (or batch members) goes to the
+// queue, anything else is answered here.
+func (s *Stream) accept(line []byte) {
+	if !utf8.Valid(line) {
+		s.reply(nil, jsonrpc2.CodeParseError, "parse error: message is not valid UTF-8")
+		return
+	}
+	trimmed := bytes.TrimLeft(line, " \t\r")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		s.acceptBatch(line)
+		return
+	}
+	msg, perr := classify(line)
+	if perr != nil {
+		s.log.Debug("framing: rejected message", "code", perr.code, "reason", perr.message)
+		s.reply(perr.id, perr.code, perr.message)
+		return
+	}
+	s.queue = append(s.queue, msg)
+}
+
+func (s *Stream) acceptBatch(line []byte) {
+	var members []json.RawMessage
+	if err := json.Unmarshal(line, &members); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			s.reply(nil, jsonrpc2.CodeParseError, "parse error: "+err.Error())
+		} else {
+			s.reply(nil, jsonrpc2.CodeInvalidRequest, "invalid request")
+		}
+		return
+	}
+	if !s.batches.Load() {
+		s.reply(nil, jsonrpc2.CodeInvalidRequest, "batch requests are not supported by the negotiated protocol version")
+		return
+	}
+	if len(members) == 0 {
+		s.reply(nil, jsonrpc2.CodeInvalidRequest, "invalid request: empty batch")
+		return
+	}
+	b := &batch{waiting: map[jsonrpc2.ID]bool{}}
+	var valid [][]byte
+	for _, m := range members {
+		msg, perr := classify(m)
+		if perr != nil {
+			b.replies = append(b.replies, errorLine(perr.id, perr.code, perr.message))
+			continue
+		}
+		if id, ok := requestID(msg); ok {
+			if b.waiting[id] {
+				b.replies = append(b.replies, errorLine(nil, jsonrpc2.CodeInvalidRequest, "duplicate id in batch"))
+				continue
+			}
+			b.waiting[id] = true
+		}
+		valid = append(valid, msg)
+	}
+	s.wmu.Lock()
+	s.open = append(s.open, b)
+	s.flushBatchesLocked()
+	s.wmu.Unlock()
+	s.queue = append(s.queue, valid...)
+}
+
+// requestID extracts the id of a checked request; notifications and
+// responses have none worth collecting.
+func requestID(msg []byte) (jsonrpc2.ID, bool) {
+	var probe struct {
+		ID     *jsonrpc2.ID    `json:"id"`
+		Method json.RawMessage `json:"method"`
+	}
+	if json.Unmarshal(msg, &probe) != nil || probe.ID == nil || probe.Method == nil {
+		return jsonrpc2.ID{}, false
+	}
+	return *probe.ID, true
+}
+
+// WriteObject writes one message as a line. A response that belongs to an
+// open batch is held until the batch is complete.
+func (s *Stream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if resp, ok := obj.(*jsonrpc2.Response); ok && s.collectLocked(resp.ID, b) {
+		return nil
+	}
+	return s.writeLocked(b)
+}
+
+// Skip tells the stream that request id will get no response (it was
+// cancelled), so a batch waiting for it can complete.
+func (s *Stream) Skip(id jsonrpc2.ID) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.collectLocked(id, nil)
+}
+
+func (s *Stream) collectLocked(id jsonrpc2.ID, reply []byte) bool {
+	for _, b := range s.open {
+		if b.waiting[id] {
+			delete(b.waiting, id)
+			if reply != nil {
+				b.replies = append(b.replies, reply)
+			}
+			s.flushBatchesLocked()
+			return true
+		}
+	}
+	return false
+}
+
+// flushBatchesLocked writes every completed batch as one array line.
+func (s *Stream) flushBatchesLocked() {
+	kept := s.open[:0]
+	for _, b := range s.open {
+		if len(b.waiting) > 0 {
+			kept = append(kept, b)
+			continue
+		}
+		if len(b.replies) > 0 { // a batch of notifications gets no reply at all
+			line := append([]byte{'['}, bytes.Join(b.replies, []byte{','})...)
+			_ = s.writeLocked(append(line, ']'))
+		}
+	}
+	clear(s.open[len(kept):])
+	s.open = kept
+}
+
+// reply writes an error response built by the stream itself. id is the raw
+// id token when one could be read, nil for "id": null.
+func (s *Stream) reply(id json.RawMessage, code int64, message string) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_ = s.writeLocked(errorLine(id, code, message))
+}
+
+func (s *Stream) writeLocked(b []byte) error {
+	if s.wclosed {
+		return io.ErrClosedPipe
+	}
+	_, err := s.w.Write(append(b, '\n'))
+	return err
+}
+
+// Close is called by jsonrpc2 when reading ends. It does not close the
+// writer: responses to calls still running must be able to go out (the
+// drain phase); the owner calls CloseWrite when done.
+func (s *Stream) Close() error { return nil }
+
+// CloseWrite stops all further writes; later writes fail.
+func (s *Stream) CloseWrite() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.wclosed = true
+	if c, ok := s.w.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// errorLine renders a JSON-RPC error response by hand, because jsonrpc2's
+// Response cannot carry "id": null.
+func errorLine(id json.RawMessage, code int64, message string) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	msg, _ := json.Marshal(message)
+	out := make([]byte, 0, 64+len(id)+len(msg))
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, `,"error":{"code":`...)
+	out = fmt.Appendf(out, "%d", code)
+	out = append(out, `,"message":`...)
+	out = append(out, msg...)
+	return append(out, "}}"...)
+}

@@ -1,0 +1,99 @@
+package protocol
+
+// Version is an MCP protocol revision, named by its date as on the wire
+// ("2025-06-18"). The methods on Version answer "does this revision have
+// feature X?", so the rest of troupe never compares date strings: adding a
+// revision means adding a row to the table below, not editing call sites.
+type Version string
+
+// The revisions troupe speaks. All of them are handshake-based ("legacy" in
+// the terms of 2026-07-28): the client sends initialize first and the
+// negotiated revision then governs the session.
+const (
+	V20241105 Version = "2024-11-05"
+	V20250326 Version = "2025-03-26"
+	V20250618 Version = "2025-06-18"
+	V20251125 Version = "2025-11-25"
+)
+
+// Latest is the revision offered when a client asks for one troupe does not
+// speak (the spec's counter-offer rule: answer with the latest supported).
+const Latest = V20251125
+
+// features lists what each revision adds. Kept as one table so a new revision
+// (including the stateless 2026-07-28, whose dispatch differs) is a new case.
+func features(v Version) (featureSet, bool) {
+	switch v {
+	case V20241105:
+		return featureSet{}, true
+	case V20250326:
+		return featureSet{batches: true, audio: true, toolAnnotations: true, progressMessage: true}, true
+	case V20250618:
+		return featureSet{audio: true, toolAnnotations: true, progressMessage: true, structured: true,
+			titles: true, resourceLinks: true, meta: true}, true
+	case V20251125:
+		return featureSet{audio: true, toolAnnotations: true, progressMessage: true, structured: true,
+			titles: true, resourceLinks: true, meta: true, icons: true}, true
+	}
+	return featureSet{}, false
+}
+
+type featureSet struct {
+	batches         bool // JSON-RPC batch arrays accepted (2025-03-26 only)
+	audio           bool // audio content blocks
+	toolAnnotations bool // Tool.annotations
+	progressMessage bool // notifications/progress carries "message"
+	structured      bool // Tool.outputSchema and CallToolResult.structuredContent
+	titles          bool // Tool.title and Implementation.title
+	resourceLinks   bool // resource_link content blocks
+	meta            bool // Tool._meta
+	icons           bool // icons on tools and Implementation, Implementation.description
+}
+
+// SupportedVersions lists the revisions troupe negotiates, oldest first.
+func SupportedVersions() []Version {
+	return []Version{V20241105, V20250326, V20250618, V20251125}
+}
+
+// Supported reports whether troupe speaks revision v.
+func (v Version) Supported() bool { _, ok := features(v); return ok }
+
+// Negotiate applies the spec's rule: a supported requested revision is echoed,
+// anything else is answered with Latest (it is not an error; the client
+// decides whether it can live with the counter-offer).
+func Negotiate(requested string) Version {
+	if v := Version(requested); v.Supported() {
+		return v
+	}
+	return Latest
+}
+
+// AllowsBatches reports whether JSON-RPC batch arrays are part of v.
+func (v Version) AllowsBatches() bool { return v.has().batches }
+
+// HasStructuredContent reports whether tools may declare outputSchema and
+// results may carry structuredContent.
+func (v Version) HasStructuredContent() bool { return v.has().structured }
+
+// HasTitles reports whether Tool.title and Implementation.title exist.
+func (v Version) HasTitles() bool { return v.has().titles }
+
+// HasToolAnnotations reports whether Tool.annotations exists.
+func (v Version) HasToolAnnotations() bool { return v.has().toolAnnotations }
+
+// HasToolMeta reports whether Tool._meta exists.
+func (v Version) HasToolMeta() bool { return v.has().meta }
+
+// HasIcons reports whether icons and Implementation.description exist.
+func (v Version) HasIcons() bool { return v.has().icons }
+
+// HasProgressMessage reports whether notifications/progress has "message".
+func (v Version) HasProgressMessage() bool { return v.has().progressMessage }
+
+// HasResourceLinks reports whether resource_link content blocks exist.
+func (v Version) HasResourceLinks() bool { return v.has().resourceLinks }
+
+// HasAudio reports whether audio content blocks exist.
+func (v Version) HasAudio() bool { return v.has().audio }
+
+func (v Version) has() featureSet { f, _ := features(v); return f }

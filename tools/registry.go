@@ -1,0 +1,188 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"troupe/protocol"
+)
+
+// Registry is an immutable set of tools, sorted by name. Sessions hold a
+// *Registry and swap it whole when the tool set changes, so a call always
+// runs against one consistent set. The zero value is an empty registry.
+type Registry struct {
+	entries []*Entry
+	byName  map[string]*Entry
+}
+
+// Entry is a registered tool with its compiled input schema.
+type Entry struct {
+	Tool  Tool
+	spec  Spec
+	wire  protocol.Tool
+	input *jsonschema.Schema
+}
+
+// NewRegistry checks and compiles the tools' specs. It fails on an invalid
+// name, a duplicate name or a schema that does not compile.
+func NewRegistry(ts ...Tool) (*Registry, error) {
+	r := &Registry{byName: make(map[string]*Entry, len(ts))}
+	for _, t := range ts {
+		spec := t.Spec()
+		if err := checkName(spec.Name); err != nil {
+			return nil, err
+		}
+		if _, dup := r.byName[spec.Name]; dup {
+			return nil, fmt.Errorf("tool %q registered twice", spec.Name)
+		}
+		input, err := compileObjectSchema(spec.Name, "input", spec.InputSchema)
+		if err != nil {
+			return nil, err
+		}
+		if spec.OutputSchema != nil {
+			if _, err := compileObjectSchema(spec.Name, "output", spec.OutputSchema); err != nil {
+				return nil, err
+			}
+		}
+		e := &Entry{Tool: t, spec: spec, input: input, wire: protocol.Tool{
+			Name: spec.Name, Title: spec.Title, Description: spec.Description,
+			InputSchema: spec.InputSchema, OutputSchema: spec.OutputSchema,
+			Annotations: spec.Annotations, Meta: spec.Meta,
+		}}
+		if e.wire.Annotations != nil && e.wire.Annotations.Title == "" && spec.Title != "" {
+			a := *e.wire.Annotations
+			a.Title = spec.Title // the only title 2025-03-26 clients can show
+			e.wire.Annotations = &a
+		}
+		r.entries = append(r.entries, e)
+		r.byName[spec.Name] = e
+	}
+	slices.SortFunc(r.entries, func(a, b *Entry) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	return r, nil
+}
+
+// checkName applies the 2025-11-25 naming rules (SEP-986).
+func checkName(name string) error {
+	if name == "" || len(name) > 128 {
+		return fmt.Errorf("tool name %q must be 1 to 128 characters", name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("tool name %q: character %q is not one of A-Z a-z 0-9 _ - .", name, c)
+		}
+	}
+	return nil
+}
+
+func compileObjectSchema(tool, which string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("tool %q: %s schema is missing", tool, which)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %s schema is not JSON: %w", tool, which, err)
+	}
+	if m, ok := doc.(map[string]any); !ok || m["type"] != "object" {
+		return nil, fmt.Errorf("tool %q: %s schema must have type \"object\" at its root", tool, which)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "troupe:///tools/" + tool + "/" + which + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("tool %q: %s schema: %w", tool, which, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %s schema does not compile: %w", tool, which, err)
+	}
+	return s, nil
+}
+
+// Lookup finds a tool by its exact name.
+func (r *Registry) Lookup(name string) (*Entry, bool) {
+	if r == nil {
+		return nil, false
+	}
+	e, ok := r.byName[name]
+	return e, ok
+}
+
+// Len is the number of tools.
+func (r *Registry) Len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.entries)
+}
+
+// Page returns up to limit tool descriptions starting at offset, in name
+// order, and whether more follow.
+func (r *Registry) Page(offset, limit int) ([]protocol.Tool, bool) {
+	if r == nil || offset >= len(r.entries) {
+		return []protocol.Tool{}, false
+	}
+	end := min(offset+limit, len(r.entries))
+	out := make([]protocol.Tool, 0, end-offset)
+	for _, e := range r.entries[offset:end] {
+		out = append(out, e.wire)
+	}
+	return out, end < len(r.entries)
+}
+
+// Spec is the entry's tool spec.
+func (e *Entry) Spec() Spec { return e.spec }
+
+// Validate checks args (a JSON value; empty means {}) against the input
+// schema and returns the normalised arguments, or an invalid_argument *Error
+// that lists every violation with its location, so the model can fix them
+// all at once.
+func (e *Entry) Validate(args json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+		args = json.RawMessage("{}")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return nil, Errorf(KindInvalidArgument, "arguments are not valid JSON")
+	}
+	if _, ok := inst.(map[string]any); !ok {
+		return nil, Errorf(KindInvalidArgument, "arguments must be a JSON object")
+	}
+	if err := e.input.Validate(inst); err != nil {
+		ve, ok := err.(*jsonschema.ValidationError)
+		if !ok {
+			return nil, Errorf(KindInvalidArgument, "arguments rejected: %v", err)
+		}
+		return nil, &Error{Kind: KindInvalidArgument, Message: describeViolations(e.spec.Name, ve)}
+	}
+	return args, nil
+}
+
+func describeViolations(tool string, ve *jsonschema.ValidationError) string {
+	var lines []string
+	for _, u := range ve.BasicOutput().Errors {
+		if u.Error == nil {
+			continue
+		}
+		msg := u.Error.String()
+		if strings.HasPrefix(msg, "validation failed") {
+			continue // the summary line of a nested group, not a violation
+		}
+		loc := u.InstanceLocation
+		if loc == "" {
+			loc = "(root)"
+		}
+		line := "  - at " + loc + ": " + msg
+		if !slices.Contains(lines, line) {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 {
+		lines = append(lines, "  - "+ve.Error())
+	}
+	return fmt.Sprintf("invalid arguments for %s:\n%s", tool, strings.Join(lines, "\n"))
+}

@@ -1,0 +1,93 @@
+// Package tools defines what a tool is to troupe and keeps the registry of
+// the tools a session can see.
+//
+// A Tool is a Spec (what tools/list shows: name, schemas, annotations) and a
+// Call method. troupe validates arguments against the Spec's input schema
+// before Call runs, runs Call in an executor actor, and cancels Call's
+// context when the client cancels or the deadline passes. A tool reports
+// failures it wants the model to see as *Error values with a Kind; any other
+// error is an internal failure whose details stay in the server log.
+//
+//	type echo struct{}
+//
+//	func (echo) Spec() tools.Spec {
+//		return tools.Spec{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}
+//	}
+//
+//	func (echo) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+//		return tools.StructuredResult(map[string]any{"args": req.Arguments})
+//	}
+package tools
+
+import (
+	"context"
+	"encoding/json"
+
+	"troupe/protocol"
+)
+
+// Tool is one callable tool.
+type Tool interface {
+	// Spec describes the tool; it must not change for the tool's lifetime.
+	Spec() Spec
+	// Call runs the tool. It must return promptly once ctx is done.
+	Call(ctx context.Context, req *Request) (*protocol.CallToolResult, error)
+}
+
+// Spec is a tool's description as the registry and tools/list use it.
+type Spec struct {
+	Name         string
+	Title        string
+	Description  string
+	InputSchema  json.RawMessage // JSON Schema (2020-12 by default), root type "object"
+	OutputSchema json.RawMessage // optional; when set, results carry structuredContent
+	Annotations  *protocol.ToolAnnotations
+	Meta         map[string]any // extra _meta members; keys use protocol.MetaPrefix
+}
+
+// Request is one call of a tool.
+type Request struct {
+	// Arguments are the call's arguments, already valid against the input
+	// schema; "{}" when the client sent none.
+	Arguments json.RawMessage
+	// Reporter receives progress and log events; nil means nobody listens.
+	Reporter Reporter
+}
+
+// Reporter is how a running tool talks to the client while it works.
+// Implementations must be safe for concurrent use and must not block.
+type Reporter interface {
+	// Progress reports work done so far; done must grow from call to call.
+	// total is 0 when unknown.
+	Progress(done, total float64, message string)
+	// Log sends a log message to the client, subject to the session's level.
+	Log(level protocol.LoggingLevel, data any)
+}
+
+// Progress reports progress if anybody listens.
+func (r *Request) Progress(done, total float64, message string) {
+	if r.Reporter != nil {
+		r.Reporter.Progress(done, total, message)
+	}
+}
+
+// Log sends a log message if anybody listens.
+func (r *Request) Log(level protocol.LoggingLevel, data any) {
+	if r.Reporter != nil {
+		r.Reporter.Log(level, data)
+	}
+}
+
+// StructuredResult renders v as a successful result: structuredContent, and
+// the same JSON in a text block for clients that only read text (the spec
+// asks for both when a tool has an output schema).
+func StructuredResult(v any) (*protocol.CallToolResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.CallToolResult{
+		Content:           []protocol.Content{protocol.TextContent(string(b))},
+		StructuredContent: json.RawMessage(b),
+	}, nil
+}
