@@ -18,13 +18,13 @@ import (
 // exactly one result for its session. It is a child of the session, and the
 // supervisor of its executor.
 type invocation struct {
-	id           jsonrpc2.ID
-	tool         string
-	args         json.RawMessage
-	registry     *tools.Registry
-	timeout      time.Duration
-	log          *slog.Logger
-	exec         *executorDeps
+	id       jsonrpc2.ID
+	tool     string
+	args     json.RawMessage
+	registry *tools.Registry
+	timeout  time.Duration
+	log      *slog.Logger
+	exec     *executorDeps
 
 	cid      string // correlation id of this call, in every log line about it
 	started  time.Time

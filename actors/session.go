@@ -2,8 +2,8 @@ package actors
 
 import (
 	"encoding/base64"
-	"errors"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -237,7 +237,9 @@ func lookupMethod(name string) (method, bool) {
 	return method{}, false
 }
 
-func (s *session) clientInitialized(actor.Context, *jsonrpc2.Request) { s.log.Debug("client initialized") }
+func (s *session) clientInitialized(actor.Context, *jsonrpc2.Request) {
+	s.log.Debug("client initialized")
+}
 
 func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 	if s.phase != awaitingInitialize {

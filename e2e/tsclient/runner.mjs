@@ -1,0 +1,158 @@
+#!/usr/bin/env node
+// runner.mjs drives an MCP server through the official TypeScript SDK, so the
+// Go e2e tests check troupe against a client nobody on this project wrote.
+//
+// Usage: node runner.mjs [scenario.json]   (the scenario is read from stdin
+// when no path is given)
+//
+// A scenario names a transport and a list of steps:
+//
+//   {"transport": {"kind": "stdio", "command": "...", "args": [...], "env": {...}, "cwd": "..."}
+//              | {"kind": "http", "url": "...", "headers": {...}},
+//    "steps": [{"op": "listTools"} | {"op": "callTool", "name": "...", "arguments": {...}}]}
+//
+// It prints one JSON document on stdout:
+//
+//   {"serverVersion": {...}, "protocolVersion": "...",
+//    "steps": [{"ok": true, "result": ...} | {"ok": false, "error": {"message": "...", "code": ...}}]}
+//
+// A step that fails (a JSON-RPC error, a result the SDK rejects) is recorded
+// and the next step runs; the exit status is non-zero only when the runner
+// itself cannot do its job (bad scenario, cannot connect).
+
+import { readFile } from 'node:fs/promises';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const EXIT_BAD_SCENARIO = 2;
+const EXIT_CANNOT_CONNECT = 3;
+
+class ScenarioError extends Error {}
+
+async function readScenario(path) {
+  let text;
+  if (path) {
+    text = await readFile(path, 'utf8');
+  } else {
+    const chunks = [];
+    for await (const chunk of process.stdin) chunks.push(chunk);
+    text = Buffer.concat(chunks).toString('utf8');
+  }
+  let scenario;
+  try {
+    scenario = JSON.parse(text);
+  } catch (err) {
+    throw new ScenarioError(`scenario is not JSON: ${err.message}`);
+  }
+  if (!scenario || typeof scenario !== 'object') throw new ScenarioError('scenario must be an object');
+  if (!Array.isArray(scenario.steps)) throw new ScenarioError('scenario.steps must be an array');
+  scenario.steps.forEach((step, i) => {
+    if (step?.op === 'listTools') return;
+    if (step?.op === 'callTool' && typeof step.name === 'string') return;
+    throw new ScenarioError(`step ${i}: want {"op":"listTools"} or {"op":"callTool","name":...}, got ${JSON.stringify(step)}`);
+  });
+  return scenario;
+}
+
+function makeTransport(spec) {
+  switch (spec?.kind) {
+    case 'stdio':
+      if (typeof spec.command !== 'string') throw new ScenarioError('transport.command must be a string');
+      return new StdioClientTransport({
+        command: spec.command,
+        args: spec.args ?? [],
+        // The SDK adds PATH, HOME and a few others to this; the server needs
+        // PATH to find rg.
+        env: spec.env,
+        cwd: spec.cwd,
+        // The server's logs are the first thing to read when a test fails, so
+        // they go straight to our stderr, which the Go test captures.
+        stderr: 'inherit',
+      });
+    case 'http':
+      if (typeof spec.url !== 'string') throw new ScenarioError('transport.url must be a string');
+      return new StreamableHTTPClientTransport(new URL(spec.url), {
+        requestInit: { headers: spec.headers ?? {} },
+      });
+    default:
+      throw new ScenarioError(`transport.kind must be "stdio" or "http", got ${JSON.stringify(spec?.kind)}`);
+  }
+}
+
+// listAllTools follows nextCursor, since the SDK's listTools returns one page.
+async function listAllTools(client) {
+  const tools = [];
+  let cursor;
+  let pages = 0;
+  do {
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+    pages++;
+  } while (cursor !== undefined);
+  // Each listTools call replaces the SDK's cache of output-schema validators
+  // with that one page's tools; give it the whole list so callTool validates
+  // structuredContent for every tool, not just those on the last page.
+  client.cacheToolMetadata(tools);
+  return { tools, pages };
+}
+
+async function runStep(client, step) {
+  try {
+    const result = step.op === 'listTools'
+      ? await listAllTools(client)
+      : await client.callTool({ name: step.name, arguments: step.arguments ?? {} });
+    return { ok: true, result };
+  } catch (err) {
+    const error = { message: err?.message ?? String(err) };
+    if (err?.code !== undefined) error.code = err.code;
+    if (err?.data !== undefined) error.data = err.data;
+    return { ok: false, error };
+  }
+}
+
+async function main() {
+  const scenario = await readScenario(process.argv[2]);
+  const transport = makeTransport(scenario.transport);
+
+  // The client does not keep the negotiated protocol version; it hands it to
+  // transports that want it (HTTP needs it for a header). Catch it there.
+  let protocolVersion;
+  const setProtocolVersion = transport.setProtocolVersion?.bind(transport);
+  transport.setProtocolVersion = (version) => {
+    protocolVersion = version;
+    setProtocolVersion?.(version);
+  };
+
+  const client = new Client({ name: 'troupe-e2e-tsclient', version: '0.0.0' });
+  try {
+    await client.connect(transport);
+  } catch (err) {
+    console.error(`runner: cannot connect: ${err?.stack ?? err}`);
+    return EXIT_CANNOT_CONNECT;
+  }
+
+  const steps = [];
+  for (const step of scenario.steps) steps.push(await runStep(client, step));
+
+  if (transport instanceof StreamableHTTPClientTransport) {
+    // Tell the server the session is over rather than leaving it to expire.
+    await transport.terminateSession().catch((err) => console.error(`runner: terminating session: ${err.message}`));
+  }
+  // Closing a stdio transport ends the server's stdin, then signals it if it
+  // lingers, so no server outlives the runner.
+  await client.close();
+
+  const report = { serverVersion: client.getServerVersion(), protocolVersion, steps };
+  await new Promise((resolve) => process.stdout.write(JSON.stringify(report) + '\n', resolve));
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(`runner: ${err instanceof ScenarioError ? err.message : err?.stack ?? err}`);
+    process.exit(err instanceof ScenarioError || err?.code === 'ENOENT' ? EXIT_BAD_SCENARIO : 1);
+  },
+);
