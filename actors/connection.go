@@ -30,6 +30,10 @@ type connection struct {
 	drained bool
 }
 
+// sessionName is the session child's name: its PID is the connection's
+// followed by "/session".
+const sessionName = "session"
+
 // inputClosed is sent by the read-loop watcher when the input ends.
 type inputClosed struct{ quiet }
 
@@ -74,8 +78,12 @@ func (c *connection) Receive(ctx actor.Context) {
 
 func (c *connection) start(ctx actor.Context) {
 	c.stream = framing.New(c.in, c.out, framing.Options{MaxLineBytes: c.opts.maxLineBytes, Logger: c.log})
-	c.session = ctx.Spawn(actor.PropsFromProducer(newSession(c.opts.session, c.log, c.opts.exec),
-		actor.WithReceiverMiddleware(capturePanics)))
+	var err error
+	c.session, err = ctx.SpawnNamed(actor.PropsFromProducer(newSession(c.opts.session, c.log, c.opts.exec),
+		actor.WithReceiverMiddleware(capturePanics)), sessionName)
+	if err != nil {
+		panic(fmt.Errorf("spawn session: %w", err)) // a fresh connection has no children: cannot happen
+	}
 	root, session, self := ctx.ActorSystem().Root, c.session, ctx.Self()
 	c.rpc = jsonrpc2.NewConn(context.Background(), c.stream,
 		inboundHandler{root: root, session: session},
@@ -107,7 +115,7 @@ func (c *connection) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 	value, stack := panicDetails(reason)
 	cid := newCorrelationID()
 	c.log.Error("session failed handling a message; resuming", "correlation_id", cid, "panic", value, "stack", stack)
-	if in, ok := message.(*Inbound); ok && !in.Request.Notif {
+	if in, ok := message.(*Inbound); ok && in.Request != nil && !in.Request.Notif {
 		_ = c.stream.WriteObject(&jsonrpc2.Response{ID: in.Request.ID,
 			Error: protocol.NewError(protocol.CodeInternalError, "internal error", map[string]string{"correlationId": cid})})
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -24,6 +26,7 @@ type client struct {
 	in     *io.PipeWriter // what the client writes (the server's stdin)
 	lines  chan string
 	done   <-chan struct{}
+	conn   *actor.PID
 	host   *Host
 	closed sync.Once
 }
@@ -51,7 +54,11 @@ func newClient(t *testing.T, o Options, ts ...tools.Tool) *client {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, lines: make(chan string, 1024), host: host}
-	c.done = host.ServeStream(inR, outW)
+	conn, err := host.ServeStream(inR, outW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.done, c.conn = conn.Done(), conn.pid
 	go func() {
 		defer close(c.lines)
 		sc := bufio.NewScanner(outR)

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -66,15 +67,27 @@ func NewHost(o Options) *Host {
 	return &Host{system: system, server: pid, opts: opts}
 }
 
+// Conn is one client connection served by a Host.
+type Conn struct {
+	pid  *actor.PID
+	done chan struct{}
+}
+
+// Done is closed once the client's session has ended and the output has
+// been closed: after the input ends or Drain is called, and calls in flight
+// have finished or the grace period has passed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
 // ServeStream serves one client reading requests from in and writing
-// responses to out (stdio: os.Stdin and os.Stdout). The returned channel is
-// closed once the client's session has ended and out has been closed: after
-// the input ends or Drain is called, and calls in flight have finished or
-// the grace period has passed.
-func (h *Host) ServeStream(in io.Reader, out io.WriteCloser) <-chan struct{} {
-	done := make(chan struct{})
-	h.system.Root.Send(h.server, &serveStream{in: in, out: out, done: done})
-	return done
+// responses to out (stdio: os.Stdin and os.Stdout).
+func (h *Host) ServeStream(in io.Reader, out io.WriteCloser) (*Conn, error) {
+	c := &Conn{done: make(chan struct{})}
+	res, err := h.system.Root.RequestFuture(h.server, &serveStream{in: in, out: out, done: c.done}, 10*time.Second).Result()
+	if err != nil {
+		return nil, fmt.Errorf("start connection: %w", err)
+	}
+	c.pid = res.(*actor.PID)
+	return c, nil
 }
 
 // Drain starts a graceful shutdown of every connection.

@@ -24,9 +24,10 @@ type serveStream struct {
 func (s *server) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *serveStream:
-		ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		pid := ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
 			return &connection{in: msg.in, out: msg.out, opts: s.opts, log: s.log, done: msg.done}
-		}, actor.WithReceiverMiddleware(capturePanics)))
+		}, actor.WithReceiverMiddleware(capturePanics)), "conn")
+		ctx.Respond(pid)
 	case *Drain:
 		for _, c := range ctx.Children() {
 			ctx.Send(c, msg)

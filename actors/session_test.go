@@ -1,8 +1,12 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -377,4 +381,45 @@ func TestDrainGraceStopsStragglers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("connection did not end")
 	}
+}
+
+// TestSessionSurvivesAPanic injects a fault the real read path cannot
+// produce (an Inbound without a request, which makes the session's Receive
+// panic) and checks that the connection resumes the session with its state:
+// still initialized, still serving.
+func TestSessionSurvivesAPanic(t *testing.T) {
+	logs := &recorder{}
+	c := newClient(t, Options{Logger: slog.New(logs)}, echoTool())
+	c.initialize("2025-06-18")
+	session := c.host.system.NewLocalPID(c.conn.Id + "/" + sessionName)
+	c.host.system.Root.Send(session, &Inbound{})
+	c.request(1, "tools/call", map[string]any{"name": "echo"})
+	if r := c.toolResult(c.recv()); r.IsError {
+		t.Fatalf("session unusable after a panic: %+v", r)
+	}
+	if !logs.has("session failed handling a message; resuming") {
+		t.Fatal("the injected panic was not supervised")
+	}
+}
+
+// recorder is a slog.Handler that keeps record messages for assertions.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recorder) WithGroup(string) slog.Handler            { return r }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	return nil
+}
+
+func (r *recorder) has(msg string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.msgs, msg)
 }

@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime/debug"
 	"strings"
@@ -169,12 +170,18 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		Logger:        log,
 		RuntimeLogger: slog.New(warnOnly{handler}),
 	})
+	_, rgErr := exec.LookPath("rg")
 	log.Info("serving MCP on stdio", "version", buildVersion(), "tools", registry.Len(),
-		"ripgrep", repo.RipgrepAvailable(repo.Options{}))
+		"workspace", ws.Dir(), "search", map[bool]string{true: "rg", false: "built-in"}[rgErr == nil])
 
 	sigs, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	done := host.ServeStream(stdin, protoOut)
+	conn, err := host.ServeStream(stdin, protoOut)
+	if err != nil {
+		log.Error("cannot serve stdio", "err", err)
+		return 1
+	}
+	done := conn.Done()
 	select {
 	case <-done:
 		log.Info("input closed; exiting")
