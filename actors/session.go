@@ -247,7 +247,7 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 		return
 	}
 	var p protocol.InitializeParams
-	if !s.decode(ctx, req, &p) {
+	if !s.decode(req, &p) {
 		return
 	}
 	if p.ProtocolVersion == "" {
@@ -297,7 +297,7 @@ const cursorPrefix = "o1:"
 
 func (s *session) listTools(ctx actor.Context, req *jsonrpc2.Request) {
 	var p protocol.ListToolsParams
-	if !s.decode(ctx, req, &p) {
+	if !s.decode(req, &p) {
 		return
 	}
 	offset := 0
@@ -333,7 +333,7 @@ func parseCursor(c string, n int) (int, bool) {
 
 func (s *session) setLevel(ctx actor.Context, req *jsonrpc2.Request) {
 	var p protocol.SetLevelParams
-	if !s.decode(ctx, req, &p) {
+	if !s.decode(req, &p) {
 		return
 	}
 	if !p.Level.Valid() {
@@ -347,7 +347,7 @@ func (s *session) setLevel(ctx actor.Context, req *jsonrpc2.Request) {
 
 func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	var p protocol.CallToolParams
-	if !s.decode(ctx, req, &p) {
+	if !s.decode(req, &p) {
 		return
 	}
 	if p.Name == "" {
@@ -484,7 +484,7 @@ func (s *session) stopRemaining(ctx actor.Context) {
 }
 
 // decode unmarshals params into v, answering -32602 when they do not fit.
-func (s *session) decode(ctx actor.Context, req *jsonrpc2.Request, v any) bool {
+func (s *session) decode(req *jsonrpc2.Request, v any) bool {
 	if req.Params == nil || string(*req.Params) == "null" {
 		return true
 	}
