@@ -79,7 +79,7 @@ func Load(overrides []string) (*Config, error) {
 		TagName:          "koanf",
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
 			mapstructure.StringToTimeDurationHookFunc(),
-			intFromInt64,
+			exactInt,
 		),
 	}})
 	if err != nil {
@@ -98,11 +98,18 @@ func parseValue(v string) any {
 	return v
 }
 
-// intFromInt64 lets TOML integers (int64) fill int fields without enabling
-// weak typing, which would also turn "abc" into 0 silently.
-func intFromInt64(from, to reflect.Type, data any) (any, error) {
-	if from.Kind() == reflect.Int64 && to.Kind() == reflect.Int {
+// exactInt lets TOML integers (int64) fill int fields without enabling weak
+// typing (which would also turn "abc" into 0), and refuses floats there:
+// mapstructure would truncate 1.5 to 1 without a word.
+func exactInt(from, to reflect.Type, data any) (any, error) {
+	if to.Kind() != reflect.Int {
+		return data, nil
+	}
+	switch from.Kind() {
+	case reflect.Int64:
 		return int(data.(int64)), nil
+	case reflect.Float32, reflect.Float64:
+		return nil, fmt.Errorf("want an integer, got %v", data)
 	}
 	return data, nil
 }

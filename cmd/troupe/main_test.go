@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCommandLineErrors covers the paths that end before serving: each
+// exits non-zero with a message on stderr and writes nothing to stdout.
+func TestCommandLineErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args    []string
+		code    int
+		mention string
+	}{
+		{nil, 2, "Usage"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"serve", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"serve", "--bogus"}, 2, "bogus"},
+		{[]string{"serve", "-c", "limits.nope=1"}, 2, "nope"},
+		{[]string{"serve", "--log-format", "xml"}, 2, "xml"},
+		{[]string{"serve", "--log-level", "chatty"}, 2, "chatty"},
+		{[]string{"serve", "--workspace", filepath.Join(dir, "missing")}, 1, "cannot open the workspace"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			stdout, stderr := tempFile(t, dir, "out"), tempFile(t, dir, "err")
+			if got := run(c.args, strings.NewReader(""), stdout, stderr); got != c.code {
+				t.Fatalf("exit %d, want %d", got, c.code)
+			}
+			out, _ := os.ReadFile(stdout.Name())
+			errText, _ := os.ReadFile(stderr.Name())
+			if !strings.Contains(string(errText), c.mention) {
+				t.Fatalf("stderr %q does not mention %q", errText, c.mention)
+			}
+			if len(out) != 0 && c.args != nil {
+				t.Fatalf("stdout must stay empty, got %q", out)
+			}
+		})
+	}
+}
+
+func tempFile(t *testing.T, dir, prefix string) *os.File {
+	f, err := os.CreateTemp(dir, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}

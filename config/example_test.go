@@ -1,0 +1,25 @@
+package config_test
+
+import (
+	"fmt"
+
+	"troupe/config"
+)
+
+// Overrides use Codex's -c syntax: the value is TOML when it parses as TOML
+// and a plain string otherwise.
+func ExampleLoad() {
+	cfg, err := config.Load([]string{"limits.call_timeout=30s", "logging.level=debug"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(cfg.Limits.CallTimeout, cfg.Logging.Level)
+
+	_, err = config.Load([]string{"limits.calltimeout=30s"})
+	fmt.Println(err)
+	// Output:
+	// 30s debug
+	// config: decoding failed due to the following error(s):
+	//
+	// 'limits' has invalid keys: calltimeout
+}

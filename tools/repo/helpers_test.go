@@ -1,0 +1,169 @@
+package repo_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"troupe/sandbox"
+	"troupe/tools"
+	"troupe/tools/repo"
+)
+
+// fixture is a file tree for a test. Keys are slash paths; a value
+// starting with "->" makes a symlink to the rest, a key ending in "/" an
+// empty directory, anything else a file with that content.
+type fixture map[string]string
+
+// build writes the tree under a fresh temporary directory and opens it as a
+// workspace, closed when the test ends.
+func (fx fixture) build(t testing.TB) (*sandbox.Workspace, string) {
+	t.Helper()
+	dir := t.TempDir()
+	fx.write(t, dir)
+	ws, err := sandbox.OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws, dir
+}
+
+// write creates the tree under dir.
+func (fx fixture) write(t testing.TB, dir string) {
+	t.Helper()
+	for name, content := range fx {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if strings.HasSuffix(name, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// toolSet is the three tools behind a registry, called the way troupe
+// calls them: Validate, then Call.
+type toolSet struct {
+	t   testing.TB
+	reg *tools.Registry
+}
+
+func newToolSet(t testing.TB, ws *sandbox.Workspace, opts repo.Options) *toolSet {
+	t.Helper()
+	reg, err := tools.NewRegistry(repo.Tools(ws, opts)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &toolSet{t: t, reg: reg}
+}
+
+// call runs a tool with args (any JSON-marshalable value) and decodes its
+// structured result into out. It returns the tool's error, checking that
+// a success carries the same JSON as text and structuredContent.
+func (ts *toolSet) call(ctx context.Context, name string, args any, out any) error {
+	ts.t.Helper()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	e, ok := ts.reg.Lookup(name)
+	if !ok {
+		ts.t.Fatalf("no tool %s", name)
+	}
+	valid, err := e.Validate(raw)
+	if err != nil {
+		return err
+	}
+	res, err := e.Tool.Call(ctx, &tools.Request{Arguments: valid})
+	if err != nil {
+		return err
+	}
+	sc, ok := res.StructuredContent.(json.RawMessage)
+	if !ok {
+		ts.t.Fatalf("%s: structuredContent is %T", name, res.StructuredContent)
+	}
+	if len(res.Content) != 1 || res.Content[0].Text != string(sc) {
+		ts.t.Fatalf("%s: text content %+v differs from structuredContent %s", name, res.Content, sc)
+	}
+	if out != nil {
+		if err := json.Unmarshal(sc, out); err != nil {
+			ts.t.Fatalf("%s: %v in %s", name, err, sc)
+		}
+	}
+	return nil
+}
+
+// wantToolError checks that err is a *tools.Error of the kind, whose
+// message names no host path.
+func wantToolError(t testing.TB, err error, kind tools.Kind, hostDirs ...string) *tools.Error {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want %s", kind)
+	}
+	te, ok := tools.AsError(err)
+	if !ok {
+		t.Fatalf("got plain error %v, want a %s *tools.Error", err, kind)
+	}
+	if te.Kind != kind {
+		t.Fatalf("got %s (%s), want %s", te.Kind, te.Message, kind)
+	}
+	for _, d := range hostDirs {
+		if d != "" && strings.Contains(te.Message, d) {
+			t.Fatalf("message %q reveals host path %q", te.Message, d)
+		}
+	}
+	return te
+}
+
+// Result shapes, as a client decodes them.
+type (
+	listResult struct {
+		Entries []struct {
+			Name      string `json:"name"`
+			Type      string `json:"type"`
+			SizeBytes *int64 `json:"sizeBytes"`
+		} `json:"entries"`
+		Truncated bool `json:"truncated"`
+	}
+	readResult struct {
+		Path      string `json:"path"`
+		Content   string `json:"content"`
+		Truncated bool   `json:"truncated"`
+	}
+	grepMatch struct {
+		FilePath   string `json:"filePath"`
+		LineNumber int64  `json:"lineNumber"`
+		LineText   string `json:"lineText"`
+	}
+	grepResult struct {
+		Matches   []grepMatch `json:"matches"`
+		Truncated bool        `json:"truncated"`
+	}
+)
+
+// testCtx is a context that ends before the test's own deadline, so a
+// hanging call fails the test instead of the whole binary.
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

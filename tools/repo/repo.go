@@ -1,0 +1,189 @@
+package repo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"troupe/protocol"
+	"troupe/sandbox"
+	"troupe/tools"
+)
+
+// The tools' names, as clients see them in tools/list.
+const (
+	NameListDir  = "repo.listDir"
+	NameReadFile = "repo.readFile"
+	NameRipgrep  = "repo.ripgrep"
+)
+
+// Options configures the tools Tools builds.
+type Options struct {
+	// RipgrepPath is the rg binary repo.ripgrep runs: a path, or a name to
+	// look up on PATH. "" means "rg". The lookup happens once, in Tools; if
+	// it finds no executable, repo.ripgrep uses its built-in search.
+	RipgrepPath string
+	// DisableRipgrep makes repo.ripgrep use its built-in search even when
+	// rg is available, for hosts where running rg is unwanted and for tests.
+	DisableRipgrep bool
+}
+
+// Tools returns repo.listDir, repo.readFile and repo.ripgrep, confined to
+// ws. The tools hold ws but do not own it: closing it is the caller's job,
+// after the last call has returned.
+func Tools(ws *sandbox.Workspace, opts Options) []tools.Tool {
+	var search searcher = &builtinSearch{ws: ws}
+	if !opts.DisableRipgrep {
+		name := opts.RipgrepPath
+		if name == "" {
+			name = "rg"
+		}
+		if bin, err := exec.LookPath(name); err == nil {
+			search = &rgSearch{ws: ws, bin: bin}
+		}
+	}
+	return []tools.Tool{
+		&listDirTool{ws: ws},
+		&readFileTool{ws: ws},
+		&ripgrepTool{search: search},
+	}
+}
+
+// readOnly is the annotation every repo tool carries: clients such as
+// Codex may run such tools without asking a person first.
+func readOnly(title string) *protocol.ToolAnnotations {
+	yes, no := true, false
+	return &protocol.ToolAnnotations{
+		Title:           title,
+		ReadOnlyHint:    &yes,
+		DestructiveHint: &no,
+		IdempotentHint:  &yes,
+		OpenWorldHint:   &no,
+	}
+}
+
+// decodeArgs unmarshals validated arguments. The registry has checked them
+// already; this catches direct callers that skipped Validate.
+func decodeArgs(tool string, raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return tools.Errorf(tools.KindInvalidArgument, "invalid arguments for %s: %v", tool, err)
+	}
+	return nil
+}
+
+// intArg reads an optional integer argument. JSON Schema's "integer"
+// admits 5.0, which encoding/json will not put in an int, so limits are
+// decoded as float64 and checked here.
+func intArg(name string, v *float64, def, lo, hi int) (int, error) {
+	if v == nil {
+		return def, nil
+	}
+	if *v != float64(int64(*v)) || *v < float64(lo) || *v > float64(hi) {
+		return 0, tools.Errorf(tools.KindInvalidArgument, "%s must be an integer from %d to %d", name, lo, hi)
+	}
+	return int(*v), nil
+}
+
+// resolve turns the client's path into a workspace-relative one, or into
+// the error the model should see.
+func resolve(ws *sandbox.Workspace, arg string) (string, error) {
+	rel, err := ws.Rel(arg)
+	if err != nil {
+		return "", pathError(arg, err)
+	}
+	return rel, nil
+}
+
+// pathError maps a failure to resolve, open or stat the client's path to a
+// tool error. Messages quote only arg, the client's own string: err may
+// carry host paths (os.Root names files by their full path) and is never
+// shown. Failures nobody expects stay plain errors, which troupe logs and
+// reports as internal.
+func pathError(arg string, err error) error {
+	switch {
+	case errors.Is(err, sandbox.ErrInvalidPath):
+		return tools.Errorf(tools.KindInvalidArgument, "path %q is not a valid path: it contains a NUL byte", arg)
+	case sandbox.IsOutside(err):
+		return tools.Errorf(tools.KindPermissionDenied, "path %q is outside the workspace; only paths inside it can be used", arg)
+	case errors.Is(err, fs.ErrNotExist):
+		return tools.Errorf(tools.KindNotFound, "path %q does not exist in the workspace", arg)
+	case errors.Is(err, syscall.ENOTDIR):
+		return tools.Errorf(tools.KindNotFound, "path %q does not exist: one of its parents is not a directory", arg)
+	case errors.Is(err, fs.ErrPermission):
+		return tools.Errorf(tools.KindPermissionDenied, "path %q cannot be read: permission denied", arg)
+	case errors.Is(err, syscall.ELOOP):
+		return tools.Errorf(tools.KindInvalidArgument, "path %q has too many levels of symbolic links", arg)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return tools.Errorf(tools.KindInvalidArgument, "path %q is too long", arg)
+	case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.EOPNOTSUPP):
+		// What opening a socket yields.
+		return tools.Errorf(tools.KindInvalidArgument, "path %q is not a regular file", arg)
+	}
+	return fmt.Errorf("repo: %q: %w", arg, err)
+}
+
+// openRegular opens name for reading and makes sure it is a regular file.
+// O_NONBLOCK keeps the open itself from waiting for a FIFO's writer; the
+// type check is an fstat on the opened handle, so it describes the very
+// file that will be read, not one that was there a moment earlier.
+func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fi, errNotRegular
+	}
+	return f, fi, nil
+}
+
+// errNotRegular is openRegular's refusal of directories, FIFOs, devices and
+// sockets; the FileInfo returned with it says which.
+var errNotRegular = errors.New("not a regular file")
+
+// utf8Cut returns the largest n' <= n at which b can be cut without
+// splitting a valid UTF-8 sequence. Invalid bytes may be cut anywhere:
+// they become U+FFFD either way.
+func utf8Cut(b []byte, n int) int {
+	if n >= len(b) {
+		return len(b)
+	}
+	for s := n; s >= 0 && s > n-utf8.UTFMax; s-- {
+		if !utf8.RuneStart(b[s]) {
+			continue
+		}
+		if s == n {
+			return n
+		}
+		r, size := utf8.DecodeRune(b[s:])
+		if (r != utf8.RuneError || size > 1) && s+size > n {
+			return s
+		}
+		return n
+	}
+	return n
+}
+
+// validText makes b a valid UTF-8 string, each run of bad bytes becoming
+// one U+FFFD, so results always encode as JSON strings without surprises.
+func validText(b []byte) string {
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
