@@ -79,7 +79,7 @@ type Conn struct {
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // ServeStream serves one client reading requests from in and writing
-// responses to out (stdio: os.Stdin and os.Stdout).
+// responses to out (for stdio, the process's standard input and output).
 func (h *Host) ServeStream(in io.Reader, out io.WriteCloser) (*Conn, error) {
 	c := &Conn{done: make(chan struct{})}
 	res, err := h.system.Root.RequestFuture(h.server, &serveStream{in: in, out: out, done: c.done}, 10*time.Second).Result()

@@ -105,21 +105,12 @@ func (t *listDirTool) Spec() tools.Spec {
 // entries costs memory in proportion to maxEntries, not to its size.
 func (t *listDirTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 	var args listDirArgs
-	if err := decodeArgs(NameListDir, req.Arguments, &args); err != nil {
-		return nil, err
-	}
-	if args.Path == nil {
-		return nil, tools.Errorf(tools.KindInvalidArgument, "path is required (use \".\" for the workspace root)")
-	}
-	limit, err := intArg("maxEntries", args.MaxEntries, listDirDefaultEntries, 1, listDirMaxEntries)
+	call, err := decodePathCall(t.ws, NameListDir, req.Arguments, &args, &args.Path, &args.MaxEntries,
+		pathLimit{"maxEntries", listDirDefaultEntries, 1, listDirMaxEntries})
 	if err != nil {
 		return nil, err
 	}
-	arg := *args.Path
-	rel, err := resolve(t.ws, arg)
-	if err != nil {
-		return nil, err
-	}
+	arg, rel, limit := call.arg, call.rel, call.limit
 	// O_NONBLOCK: the path may name a FIFO, whose open would otherwise
 	// wait for a writer.
 	f, err := t.ws.Root().OpenFile(rel, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)

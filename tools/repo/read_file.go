@@ -91,21 +91,12 @@ func (t *readFileTool) Spec() tools.Spec {
 // sequence at the cut.
 func (t *readFileTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 	var args readFileArgs
-	if err := decodeArgs(NameReadFile, req.Arguments, &args); err != nil {
-		return nil, err
-	}
-	if args.Path == nil {
-		return nil, tools.Errorf(tools.KindInvalidArgument, "path is required")
-	}
-	limit, err := intArg("maxBytes", args.MaxBytes, readFileDefaultBytes, 1, readFileMaxBytes)
+	call, err := decodePathCall(t.ws, NameReadFile, req.Arguments, &args, &args.Path, &args.MaxBytes,
+		pathLimit{"maxBytes", readFileDefaultBytes, 1, readFileMaxBytes})
 	if err != nil {
 		return nil, err
 	}
-	arg := *args.Path
-	rel, err := resolve(t.ws, arg)
-	if err != nil {
-		return nil, err
-	}
+	arg, rel, limit := call.arg, call.rel, call.limit
 	f, fi, err := openRegular(t.ws.Root(), rel)
 	if errors.Is(err, errNotRegular) {
 		if fi.IsDir() {

@@ -96,6 +96,42 @@ func intArg(name string, v *float64, def, lo, hi int) (int, error) {
 	return int(*v), nil
 }
 
+// pathLimit describes the optional integer limit a path tool takes
+// (repo.listDir's maxEntries, repo.readFile's maxBytes).
+type pathLimit struct {
+	name        string
+	def, lo, hi int
+}
+
+// pathCall is a decoded call of a tool that takes a path and one limit.
+type pathCall struct {
+	arg   string // the path as the client wrote it: the only form errors quote
+	rel   string // the path relative to the workspace root
+	limit int
+}
+
+// decodePathCall decodes and checks the arguments of a path tool: args
+// points at the tool's argument struct, whose Path and limit fields are
+// passed as path and limit.
+func decodePathCall(ws *sandbox.Workspace, tool string, raw json.RawMessage, args any,
+	path **string, limit **float64, l pathLimit) (pathCall, error) {
+	if err := decodeArgs(tool, raw, args); err != nil {
+		return pathCall{}, err
+	}
+	if *path == nil {
+		return pathCall{}, tools.Errorf(tools.KindInvalidArgument, "path is required (use \".\" for the workspace root)")
+	}
+	n, err := intArg(l.name, *limit, l.def, l.lo, l.hi)
+	if err != nil {
+		return pathCall{}, err
+	}
+	rel, err := resolve(ws, **path)
+	if err != nil {
+		return pathCall{}, err
+	}
+	return pathCall{arg: **path, rel: rel, limit: n}, nil
+}
+
 // resolve turns the client's path into a workspace-relative one, or into
 // the error the model should see.
 func resolve(ws *sandbox.Workspace, arg string) (string, error) {
