@@ -87,7 +87,14 @@ func (c *connection) start(ctx actor.Context) {
 	root, session, self := ctx.ActorSystem().Root, c.session, ctx.Self()
 	c.rpc = jsonrpc2.NewConn(context.Background(), c.stream,
 		inboundHandler{root: root, session: session},
-		jsonrpc2.SetLogger(slogPrinter{c.log}))
+		jsonrpc2.SetLogger(slogPrinter{c.log}),
+		// Responses to our requests reach the session, which matches them
+		// (jsonrpc2 only matches its own Calls, and troupe makes none).
+		jsonrpc2.OnRecv(func(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
+			if resp != nil {
+				root.Send(session, &InboundResponse{Response: resp})
+			}
+		}))
 	// The watcher ends when the read loop does: at end of input, or when
 	// Stopping closes the jsonrpc2 connection.
 	go func() {
@@ -149,4 +156,5 @@ type hostOptions struct {
 	maxLineBytes int
 	grace        time.Duration
 	exec         *executorDeps
+	http         HTTPOptions
 }

@@ -23,6 +23,8 @@ type Options struct {
 	Grace time.Duration
 	// Logger receives troupe's logs; nil discards them.
 	Logger *slog.Logger
+	// HTTP bounds the state of HTTP sessions.
+	HTTP HTTPOptions
 	// RuntimeLogger receives protoactor's own logs (dead letters, internal
 	// anomalies); nil uses Logger. Give it a higher level than Logger:
 	// late replies to cancelled calls land in dead letters by design.
@@ -54,7 +56,8 @@ func NewHost(o Options) *Host {
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = framing.DefaultMaxLineBytes
 	}
-	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace, exec: &executorDeps{}}
+	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace, exec: &executorDeps{},
+		http: o.HTTP.withDefaults()}
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")

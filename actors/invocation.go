@@ -78,8 +78,10 @@ func (inv *invocation) start(ctx actor.Context) {
 		inv.answer(ctx, te.Result(inv.cid), string(te.Kind))
 		return
 	}
+	root := ctx.ActorSystem().Root
 	req := &tools.Request{Arguments: args,
-		Reporter: newReporter(ctx.ActorSystem().Root, ctx.Parent(), inv.id, inv.tool)}
+		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
+		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}}
 	inv.executor = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &executor{tool: entry.Tool, req: req, deps: inv.exec}
 	}, actor.WithReceiverMiddleware(capturePanics)))

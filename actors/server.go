@@ -20,6 +20,9 @@ type serveStream struct {
 	done chan struct{}
 }
 
+// serveHTTP asks the server to start an HTTP session's actor.
+type serveHTTP struct{ handle *HTTPSession }
+
 // Receive implements actor.Actor.
 func (s *server) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
@@ -27,6 +30,11 @@ func (s *server) Receive(ctx actor.Context) {
 		pid := ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
 			return &connection{in: msg.in, out: msg.out, opts: s.opts, log: s.log, done: msg.done}
 		}, actor.WithReceiverMiddleware(capturePanics)), "conn")
+		ctx.Respond(pid)
+	case *serveHTTP:
+		pid := ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
+			return &httpConn{handle: msg.handle, opts: s.opts, log: s.log}
+		}, actor.WithReceiverMiddleware(capturePanics)), "http")
 		ctx.Respond(pid)
 	case *Drain:
 		for _, c := range ctx.Children() {

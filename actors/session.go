@@ -60,13 +60,23 @@ func (o SessionOptions) withDefaults() SessionOptions {
 // loop to the session, in wire order.
 type Inbound struct{ Request *jsonrpc2.Request }
 
+// InboundResponse carries a client's response to a server-to-client
+// request.
+type InboundResponse struct{ Response *jsonrpc2.Response }
+
 // Drain asks a session to finish: refuse new requests, let calls in flight
 // complete within Grace, then stop what is left and end.
 type Drain struct{ Grace time.Duration }
 
 // Outbound asks the session's parent to write Message (a *jsonrpc2.Response
-// or a notification *jsonrpc2.Request) to the client.
-type Outbound struct{ Message any }
+// or a notification *jsonrpc2.Request) to the client. Related is the id of
+// the client request a notification belongs to (a call's progress), nil
+// when it belongs to none; transports with several streams use it to pick
+// the stream.
+type Outbound struct {
+	Message any
+	Related *jsonrpc2.ID
+}
 
 // Unanswered tells the session's parent that request ID will never get a
 // response (it was cancelled), so a batch waiting for it can complete.
@@ -114,22 +124,24 @@ type inflight struct {
 // about one client (negotiated revision, capabilities, log level) and the
 // table of calls in flight, keyed by request id.
 type session struct {
-	opts     SessionOptions
-	log      *slog.Logger
-	id       string
-	phase    phase
-	version  protocol.Version
-	client   protocol.Implementation
-	caps     protocol.ClientCapabilities
-	level    protocol.LoggingLevel
-	limiter  *rate.Limiter
-	calls    map[jsonrpc2.ID]*inflight
-	byPID    map[string]jsonrpc2.ID
-	draining bool
-	timer    *time.Timer
-	exec     *executorDeps
-	root     *actor.RootContext // for sends outside Receive (HandleFailure, timers)
-	parent   *actor.PID         // the connection: writes what the session sends
+	opts        SessionOptions
+	log         *slog.Logger
+	id          string
+	phase       phase
+	version     protocol.Version
+	client      protocol.Implementation
+	caps        protocol.ClientCapabilities
+	level       protocol.LoggingLevel
+	limiter     *rate.Limiter
+	calls       map[jsonrpc2.ID]*inflight
+	byPID       map[string]jsonrpc2.ID
+	draining    bool
+	timer       *time.Timer
+	exec        *executorDeps
+	pending     map[jsonrpc2.ID]*pendingRequest // server-to-client requests awaiting answers
+	nextRequest uint64                          // id of the last server-to-client request
+	root        *actor.RootContext              // for sends outside Receive (HandleFailure, timers)
+	parent      *actor.PID                      // the connection: writes what the session sends
 }
 
 func newSession(opts SessionOptions, log *slog.Logger, exec *executorDeps) actor.Producer {
@@ -161,6 +173,12 @@ func (s *session) Receive(ctx actor.Context) {
 		s.handle(ctx, msg.Request)
 	case *callFinished:
 		s.finish(ctx, msg)
+	case *InboundResponse:
+		s.clientResponded(msg.Response)
+	case *clientRequest:
+		s.sendClientRequest(msg)
+	case *clientRequestAbandoned:
+		s.abandonClientRequest(msg.reply)
 	case *toolNotice:
 		s.notice(msg)
 	case *Drain:
@@ -177,6 +195,7 @@ func (s *session) Receive(ctx actor.Context) {
 		if s.timer != nil {
 			s.timer.Stop()
 		}
+		s.failClientRequests(nil, "the session ended")
 	case *actor.Stopped:
 		s.log.Debug("session ended")
 	}
@@ -419,6 +438,7 @@ func (s *session) childEnded(ctx actor.Context, who *actor.PID) {
 		return
 	}
 	delete(s.byPID, who.Id)
+	s.failClientRequests(&id, "the call ended")
 	if call := s.calls[id]; call != nil && !call.answered && !call.cancelled {
 		// An invocation always answers before it stops; this is a bug, but
 		// the client must still get an answer.
@@ -557,7 +577,7 @@ func (s *session) notice(n *toolNotice) {
 		if !s.level.Allows(n.level) || !s.limiter.Allow() {
 			return
 		}
-		s.notify(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data})
+		s.notify(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data}, &n.id)
 		return
 	}
 	if call.token == nil || (call.reported && n.done <= call.progress) {
@@ -571,16 +591,17 @@ func (s *session) notice(n *toolNotice) {
 	if s.version.HasProgressMessage() {
 		p.Message = n.message
 	}
-	s.notify(protocol.NotificationProgress, p)
+	s.notify(protocol.NotificationProgress, p, &n.id)
 }
 
-// notify sends a notification to the client.
-func (s *session) notify(method string, params any) {
+// notify sends a notification to the client; related is the request it
+// belongs to (HTTP sends it on that request's stream), nil for none.
+func (s *session) notify(method string, params any, related *jsonrpc2.ID) {
 	b, err := json.Marshal(params)
 	if err != nil {
 		s.log.Error("encoding notification", "method", method, "err", err)
 		return
 	}
 	raw := json.RawMessage(b)
-	s.send(&jsonrpc2.Request{Method: method, Params: &raw, Notif: true})
+	s.root.Send(s.parent, &Outbound{Message: &jsonrpc2.Request{Method: method, Params: &raw, Notif: true}, Related: related})
 }

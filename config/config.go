@@ -7,6 +7,7 @@ package config
 import (
 	_ "embed"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"time"
@@ -27,6 +28,32 @@ type Config struct {
 	Server  Server  `koanf:"server"`
 	Limits  Limits  `koanf:"limits"`
 	Logging Logging `koanf:"logging"`
+	HTTP    HTTP    `koanf:"http"`
+}
+
+// HTTP is the [http] table: the streamable HTTP transport.
+type HTTP struct {
+	Listen                     string        `koanf:"listen"`
+	Path                       string        `koanf:"path"`
+	AllowedOrigins             []string      `koanf:"allowed_origins"`
+	AllowUnauthenticatedRemote bool          `koanf:"allow_unauthenticated_remote"`
+	MaxSessions                int           `koanf:"max_sessions"`
+	MaxBodyBytes               int           `koanf:"max_body_bytes"`
+	SessionIdleTimeout         time.Duration `koanf:"session_idle_timeout"`
+	ReadHeaderTimeout          time.Duration `koanf:"read_header_timeout"`
+	ReadTimeout                time.Duration `koanf:"read_timeout"`
+	WriteTimeout               time.Duration `koanf:"write_timeout"`
+	KeepaliveInterval          time.Duration `koanf:"keepalive_interval"`
+	StreamBufferEvents         int           `koanf:"stream_buffer_events"`
+	StreamBufferBytes          int           `koanf:"stream_buffer_bytes"`
+	Auth                       HTTPAuth      `koanf:"auth"`
+}
+
+// HTTPAuth is the [http.auth] table.
+type HTTPAuth struct {
+	// BearerToken is the resolved token ("${NAME}" references are replaced
+	// by the variable's value at load).
+	BearerToken string `koanf:"bearer_token"`
 }
 
 // Server is the [server] table.
@@ -85,7 +112,24 @@ func Load(overrides []string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if c.HTTP.Auth.BearerToken, err = resolveSecret("http.auth.bearer_token", c.HTTP.Auth.BearerToken); err != nil {
+		return nil, err
+	}
 	return &c, c.validate()
+}
+
+// resolveSecret replaces a "${NAME}" reference with the environment
+// variable's value, so secrets need not be written into config files.
+func resolveSecret(key, v string) (string, error) {
+	if !strings.HasPrefix(v, "${") || !strings.HasSuffix(v, "}") {
+		return v, nil
+	}
+	name := v[2 : len(v)-1]
+	val, ok := os.LookupEnv(name)
+	if !ok || val == "" {
+		return "", fmt.Errorf("config: %s refers to the environment variable %s, which is not set", key, name)
+	}
+	return val, nil
 }
 
 // parseValue reads an override's value as TOML, or as a plain string when
@@ -126,6 +170,19 @@ func (c *Config) validate() error {
 		return fmt.Errorf("config: limits.call_timeout must be positive, got %s", c.Limits.CallTimeout)
 	case c.Limits.ShutdownGrace < 0:
 		return fmt.Errorf("config: limits.shutdown_grace must not be negative, got %s", c.Limits.ShutdownGrace)
+	}
+	switch {
+	case !strings.HasPrefix(c.HTTP.Path, "/") || c.HTTP.Path == "/healthz":
+		return fmt.Errorf("config: http.path must start with / and not be /healthz, got %q", c.HTTP.Path)
+	case c.HTTP.MaxSessions < 1:
+		return fmt.Errorf("config: http.max_sessions must be at least 1, got %d", c.HTTP.MaxSessions)
+	case c.HTTP.MaxBodyBytes < 1024:
+		return fmt.Errorf("config: http.max_body_bytes must be at least 1024, got %d", c.HTTP.MaxBodyBytes)
+	case c.HTTP.SessionIdleTimeout <= 0 || c.HTTP.ReadHeaderTimeout <= 0 || c.HTTP.ReadTimeout <= 0 ||
+		c.HTTP.WriteTimeout <= 0 || c.HTTP.KeepaliveInterval <= 0:
+		return fmt.Errorf("config: http timeouts and intervals must be positive")
+	case c.HTTP.StreamBufferEvents < 1 || c.HTTP.StreamBufferBytes < 1024:
+		return fmt.Errorf("config: http.stream_buffer_events must be at least 1 and http.stream_buffer_bytes at least 1024")
 	}
 	switch c.Logging.Format {
 	case "text", "json":

@@ -22,6 +22,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"troupe/protocol"
 )
@@ -52,7 +53,29 @@ type Request struct {
 	Arguments json.RawMessage
 	// Reporter receives progress and log events; nil means nobody listens.
 	Reporter Reporter
+	// Client asks the MCP client something on behalf of this call (ping,
+	// elicitation); nil when the call has no client to ask.
+	Client Client
 }
+
+// Client sends requests to the MCP client while a call runs. The request
+// travels with the call (over HTTP, on the call's own stream) and its
+// response comes back to the caller.
+type Client interface {
+	// Call sends method with params and waits for the client's result, a
+	// *ClientError, or the end of ctx (then the request is cancelled
+	// towards the client).
+	Call(ctx context.Context, method string, params any) (json.RawMessage, error)
+}
+
+// ClientError is an error response from the MCP client, or a refusal to
+// send a request the client did not declare a capability for.
+type ClientError struct {
+	Code    int64
+	Message string
+}
+
+func (e *ClientError) Error() string { return fmt.Sprintf("client error %d: %s", e.Code, e.Message) }
 
 // Reporter is how a running tool talks to the client while it works.
 // Implementations must be safe for concurrent use and must not block.

@@ -1,11 +1,13 @@
 // Command troupe is an MCP tool server: it serves tools to Codex and other
 // MCP clients over stdio, from an actor runtime with supervisor trees.
 //
-//	troupe serve [--workspace DIR] [--log-level LEVEL] [--log-format text|json] [-c key=value]...
+//	troupe serve [--workspace DIR] [--http HOST:PORT [--stdio]] [--log-level LEVEL] [--log-format text|json] [-c key=value]...
 //	troupe version
 //
-// In serve mode stdout carries protocol messages only: everything else,
-// logs included, goes to stderr.
+// Without --http, troupe serves MCP on stdin/stdout; with it, over
+// streamable HTTP (and on stdio too when --stdio is given). On stdio,
+// stdout carries protocol messages only: everything else, logs included,
+// goes to stderr.
 package main
 
 import (
@@ -43,7 +45,7 @@ func main() {
 const usage = `troupe: an MCP tool server
 
 Usage:
-  troupe serve [flags]    serve MCP over stdin/stdout
+  troupe serve [flags]    serve MCP over stdin/stdout (or HTTP with --http)
   troupe version          print the version
   troupe help             show this help
 
@@ -91,6 +93,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	workspace := fs.String("workspace", "", "root directory every file tool is confined to (default: the current directory)")
 	logLevel := fs.String("log-level", "", "log level: debug, info, warn, error (default from config: info)")
 	logFormat := fs.String("log-format", "", "log format: text or json (default from config: text)")
+	httpAddr := fs.String("http", "", "serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8080)")
+	withStdio := fs.Bool("stdio", false, "with --http: serve stdio as well")
+	tokenEnv := fs.String("bearer-token-env", "", "require this environment variable's value as the HTTP bearer token")
+	allowRemote := fs.Bool("allow-unauthenticated-remote", false, "allow --http on a non-loopback address without a bearer token (unsafe)")
 	var overrides multiFlag
 	fs.Var(&overrides, "c", "override a config key: -c key=value (value parsed as TOML); repeatable")
 	if err := fs.Parse(args); err != nil {
@@ -114,6 +120,21 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	if *logFormat != "" {
 		cfg.Logging.Format = *logFormat
 	}
+	if *httpAddr != "" {
+		cfg.HTTP.Listen = *httpAddr
+	}
+	if *allowRemote {
+		cfg.HTTP.AllowUnauthenticatedRemote = true
+	}
+	if *tokenEnv != "" {
+		tok, ok := os.LookupEnv(*tokenEnv)
+		if !ok || tok == "" {
+			fmt.Fprintf(stderr, "troupe: --bearer-token-env %s: the variable is not set\n", *tokenEnv)
+			return 2
+		}
+		cfg.HTTP.Auth.BearerToken = tok
+	}
+	serveStdio := cfg.HTTP.Listen == "" || *withStdio
 	handler, err := logging.New(stderr, logging.Options{Level: cfg.Logging.Level, Format: cfg.Logging.Format})
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
@@ -127,10 +148,12 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	// The protocol gets a private copy of stdout, and fd 1 is pointed at
 	// stderr: whatever else writes to stdout (a stray print in a library)
 	// lands in the log instead of corrupting the stream.
-	protoOut, err := reserveStdout(stdout, stderr)
-	if err != nil {
-		log.Error("cannot reserve stdout for the protocol", "err", err)
-		return 1
+	var protoOut *os.File
+	if serveStdio {
+		if protoOut, err = reserveStdout(stdout, stderr); err != nil {
+			log.Error("cannot reserve stdout for the protocol", "err", err)
+			return 1
+		}
 	}
 
 	dir := *workspace
@@ -165,34 +188,68 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			MaxInFlight:  cfg.Limits.MaxInFlight,
 			CallTimeout:  cfg.Limits.CallTimeout,
 		},
-		MaxLineBytes:  cfg.Limits.MaxLineBytes,
-		Grace:         cfg.Limits.ShutdownGrace,
+		MaxLineBytes: cfg.Limits.MaxLineBytes,
+		Grace:        cfg.Limits.ShutdownGrace,
+		HTTP: actors.HTTPOptions{
+			IdleTimeout:  cfg.HTTP.SessionIdleTimeout,
+			StreamEvents: cfg.HTTP.StreamBufferEvents,
+			StreamBytes:  cfg.HTTP.StreamBufferBytes,
+		},
 		Logger:        log,
 		RuntimeLogger: slog.New(warnOnly{handler}),
 	})
 	_, rgErr := exec.LookPath("rg")
-	log.Info("serving MCP on stdio", "version", buildVersion(), "tools", registry.Len(),
+	log.Info("troupe starting", "version", buildVersion(), "tools", registry.Len(),
 		"workspace", ws.Dir(), "search", map[bool]string{true: "rg", false: "built-in"}[rgErr == nil])
 
 	sigs, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	conn, err := host.ServeStream(stdin, protoOut)
-	if err != nil {
-		log.Error("cannot serve stdio", "err", err)
-		return 1
+
+	var stdioDone <-chan struct{}
+	if serveStdio {
+		conn, err := host.ServeStream(stdin, protoOut)
+		if err != nil {
+			log.Error("cannot serve stdio", "err", err)
+			return 1
+		}
+		stdioDone = conn.Done()
+		log.Info("serving MCP on stdio")
 	}
-	done := conn.Done()
+	var web *httpFront
+	if cfg.HTTP.Listen != "" {
+		if web, err = startHTTP(cfg, host, log); err != nil {
+			log.Error("cannot serve HTTP", "err", err)
+			host.Close(5 * time.Second)
+			return 1
+		}
+	}
+
 	select {
-	case <-done:
-		log.Info("input closed; exiting")
+	case <-stdioDone: // nil, never ready, when not serving stdio
+		log.Info("stdin closed")
+		if web != nil {
+			log.Info("still serving HTTP until a signal")
+			<-sigs.Done()
+		}
 	case <-sigs.Done():
 		log.Info("signal received; finishing calls in flight", "grace", cfg.Limits.ShutdownGrace)
-		host.Drain()
+	case err := <-web.failed():
+		log.Error("HTTP server failed", "err", err)
+	}
+	if web != nil {
+		web.handler.StopAccepting()
+	}
+	host.Drain()
+	deadline := time.After(cfg.Limits.ShutdownGrace + 5*time.Second)
+	if stdioDone != nil {
 		select {
-		case <-done:
-		case <-time.After(cfg.Limits.ShutdownGrace + 5*time.Second):
-			log.Warn("shutdown did not complete in time; exiting anyway")
+		case <-stdioDone:
+		case <-deadline:
+			log.Warn("stdio did not finish in time; exiting anyway")
 		}
+	}
+	if web != nil {
+		web.shutdown(cfg.Limits.ShutdownGrace+5*time.Second, log)
 	}
 	if !host.Close(5 * time.Second) {
 		log.Warn("some tool calls did not stop in time")

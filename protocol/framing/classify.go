@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
 )
@@ -13,6 +14,34 @@ type lineError struct {
 	id      json.RawMessage // raw id token to echo, nil for null
 	code    int64
 	message string
+}
+
+// Rejection is why a message is not valid JSON-RPC as MCP uses it, and the
+// error response that answers it.
+type Rejection struct{ e *lineError }
+
+// Error implements error.
+func (r *Rejection) Error() string { return r.e.message }
+
+// Code is the JSON-RPC error code of the answer (-32700 or -32600).
+func (r *Rejection) Code() int64 { return r.e.code }
+
+// Reply is the error response to send, one JSON object ("id" is null when
+// no id could be read).
+func (r *Rejection) Reply() []byte { return errorLine(r.e.id, r.e.code, r.e.message) }
+
+// Check applies the rules Stream applies to one line to a single message
+// (not a batch) that arrived some other way, such as an HTTP POST body, so
+// every transport judges messages alike. It returns nil when msg is a valid
+// request, notification or response.
+func Check(msg []byte) *Rejection {
+	if !utf8.Valid(msg) {
+		return &Rejection{&lineError{code: jsonrpc2.CodeParseError, message: "parse error: message is not valid UTF-8"}}
+	}
+	if _, e := classify(msg); e != nil {
+		return &Rejection{e}
+	}
+	return nil
 }
 
 // envelope is a message's top level, read without interpreting the params.

@@ -1,0 +1,143 @@
+package actors
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/protocol"
+)
+
+// HTTPOptions bound the state an HTTP session may hold. The zero value of
+// each means its default.
+type HTTPOptions struct {
+	// IdleTimeout ends a session nobody touched for this long and whose
+	// streams have no reader (default 30 min).
+	IdleTimeout time.Duration
+	// StreamEvents and StreamBytes bound each stream's replay log
+	// (defaults 256 events, 4 MiB); older events are dropped first.
+	StreamEvents int
+	StreamBytes  int
+}
+
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 30 * time.Minute
+	}
+	if o.StreamEvents <= 0 {
+		o.StreamEvents = 256
+	}
+	if o.StreamBytes <= 0 {
+		o.StreamBytes = 4 << 20
+	}
+	return o
+}
+
+// HTTPSession is the HTTP front's handle on one session's httpConn actor.
+// Its methods send messages; the session's state stays in the actors.
+type HTTPSession struct {
+	id      string
+	owner   any // the credential the session was created with (compared by the front)
+	pid     *actor.PID
+	root    *actor.RootContext
+	version atomic.Pointer[protocol.Version] // mirrors the negotiated version
+	posts   atomic.Uint64                    // numbers POST streams ("p1", "p2", …)
+	limits  HTTPOptions
+	done    chan struct{}
+	onEnd   func()
+	once    sync.Once
+}
+
+// StartHTTPSession starts a session with the given id (made by the HTTP
+// front, unguessable). owner is kept for the front to compare; onEnd runs
+// once when the session has ended, for whatever reason.
+func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*HTTPSession, error) {
+	s := &HTTPSession{id: id, owner: owner, root: h.system.Root, done: make(chan struct{}), onEnd: onEnd,
+		limits: h.opts.http}
+	res, err := h.system.Root.RequestFuture(h.server, &serveHTTP{handle: s}, 10*time.Second).Result()
+	if err != nil {
+		return nil, fmt.Errorf("start http session: %w", err)
+	}
+	s.pid = res.(*actor.PID)
+	return s, nil
+}
+
+func (s *HTTPSession) ended() {
+	s.once.Do(func() {
+		close(s.done)
+		if s.onEnd != nil {
+			s.onEnd()
+		}
+	})
+}
+
+// ID is the session id (the Mcp-Session-Id header).
+func (s *HTTPSession) ID() string { return s.id }
+
+// Owner is the credential value given to StartHTTPSession.
+func (s *HTTPSession) Owner() any { return s.owner }
+
+// Version is the negotiated protocol version, "" before initialize.
+func (s *HTTPSession) Version() protocol.Version {
+	if v := s.version.Load(); v != nil {
+		return *v
+	}
+	return ""
+}
+
+// Done is closed when the session has ended.
+func (s *HTTPSession) Done() <-chan struct{} { return s.done }
+
+// Request delivers a request; its response, and with sse the messages
+// related to it, arrive on the returned stream.
+func (s *HTTPSession) Request(req *jsonrpc2.Request, sse bool) *Stream {
+	st := newStream("p"+strconv.FormatUint(s.posts.Add(1), 10), s.limits.StreamEvents, s.limits.StreamBytes)
+	s.root.Send(s.pid, &httpRequest{req: req, stream: st, sse: sse})
+	return st
+}
+
+// Notify delivers a notification.
+func (s *HTTPSession) Notify(req *jsonrpc2.Request) {
+	s.root.Send(s.pid, &httpNotification{req: req})
+}
+
+// Respond delivers a client's response to a server-to-client request.
+func (s *HTTPSession) Respond(resp *jsonrpc2.Response) {
+	s.root.Send(s.pid, &InboundResponse{Response: resp})
+}
+
+// Standalone returns the session's GET stream.
+func (s *HTTPSession) Standalone() (*Stream, error) {
+	res, err := s.root.RequestFuture(s.pid, &openStandalone{}, 5*time.Second).Result()
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*standaloneReply)
+	return r.stream, r.err
+}
+
+// Resume finds the stream a Last-Event-ID names and the sequence number to
+// continue after.
+func (s *HTTPSession) Resume(lastEventID string) (*Stream, uint64, error) {
+	res, err := s.root.RequestFuture(s.pid, &resumeStream{lastEventID: lastEventID}, 5*time.Second).Result()
+	if err != nil {
+		return nil, 0, err
+	}
+	r := res.(*resumeReply)
+	return r.stream, r.after, r.err
+}
+
+// Delivered tells the session that st's final event reached the client.
+func (s *HTTPSession) Delivered(st *Stream) {
+	s.root.Send(s.pid, &streamDelivered{id: st.id})
+}
+
+// Close ends the session and stops everything running under it.
+func (s *HTTPSession) Close() {
+	s.root.Stop(s.pid)
+}

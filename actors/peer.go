@@ -1,0 +1,155 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/protocol"
+	"troupe/tools"
+)
+
+// clientRequest asks the session to send a request to the client on behalf
+// of the call related (nil: none). The answer goes to reply.
+type clientRequest struct {
+	method  string
+	params  any
+	related *jsonrpc2.ID
+	reply   chan clientReply
+}
+
+// clientRequestAbandoned tells the session the asker stopped waiting (its
+// call ended or timed out), so the request is cancelled towards the client.
+type clientRequestAbandoned struct {
+	quiet
+	reply chan clientReply
+}
+
+type clientReply struct {
+	result json.RawMessage
+	err    error
+}
+
+// pendingRequest is a server-to-client request awaiting its response.
+type pendingRequest struct {
+	reply   chan clientReply
+	related *jsonrpc2.ID
+}
+
+// peer implements tools.Client for one call by messaging its session.
+type peer struct {
+	root    *actor.RootContext
+	session *actor.PID
+	related jsonrpc2.ID
+}
+
+// Call implements tools.Client.
+func (p *peer) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	reply := make(chan clientReply, 1)
+	p.root.Send(p.session, &clientRequest{method: method, params: params, related: &p.related, reply: reply})
+	select {
+	case r := <-reply:
+		return r.result, r.err
+	case <-ctx.Done():
+		p.root.Send(p.session, &clientRequestAbandoned{reply: reply})
+		return nil, ctx.Err()
+	}
+}
+
+// requiredCapability names the client capability a server-to-client
+// method needs; "" when none is needed.
+func requiredCapability(method string, caps protocol.ClientCapabilities) (string, bool) {
+	switch method {
+	case "elicitation/create":
+		return "elicitation", caps.Elicitation != nil
+	case "sampling/createMessage":
+		return "sampling", caps.Sampling != nil
+	case "roots/list":
+		return "roots", caps.Roots != nil
+	}
+	return "", true
+}
+
+// sendClientRequest numbers and sends a server-to-client request.
+func (s *session) sendClientRequest(msg *clientRequest) {
+	if s.phase != initialized || s.draining {
+		msg.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeInvalidRequest, Message: "the session cannot send requests now"}}
+		return
+	}
+	if name, ok := requiredCapability(msg.method, s.caps); !ok {
+		msg.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeMethodNotFound,
+			Message: "the client did not declare the " + name + " capability"}}
+		return
+	}
+	var raw *json.RawMessage
+	if msg.params != nil {
+		b, err := json.Marshal(msg.params)
+		if err != nil {
+			msg.reply <- clientReply{err: err}
+			return
+		}
+		r := json.RawMessage(b)
+		raw = &r
+	}
+	s.nextRequest++
+	id := jsonrpc2.ID{Num: s.nextRequest}
+	if s.pending == nil {
+		s.pending = map[jsonrpc2.ID]*pendingRequest{}
+	}
+	s.pending[id] = &pendingRequest{reply: msg.reply, related: msg.related}
+	s.root.Send(s.parent, &Outbound{Message: &jsonrpc2.Request{ID: id, Method: msg.method, Params: raw}, Related: msg.related})
+}
+
+// clientResponded hands a client's response to whoever waits for it.
+func (s *session) clientResponded(resp *jsonrpc2.Response) {
+	p, ok := s.pending[resp.ID]
+	if !ok {
+		s.log.Debug("response to no request of ours; ignored", "id", resp.ID.String())
+		return
+	}
+	delete(s.pending, resp.ID)
+	switch {
+	case resp.Error != nil:
+		p.reply <- clientReply{err: &tools.ClientError{Code: resp.Error.Code, Message: resp.Error.Message}}
+	case resp.Result != nil:
+		p.reply <- clientReply{result: *resp.Result}
+	default:
+		p.reply <- clientReply{result: json.RawMessage("null")}
+	}
+}
+
+// abandonClientRequest forgets a request nobody waits for and tells the
+// client, as the spec asks of a sender that gives up.
+func (s *session) abandonClientRequest(reply chan clientReply) {
+	for id, p := range s.pending {
+		if p.reply == reply {
+			delete(s.pending, id)
+			s.cancelTowardsClient(id, p, "the server stopped waiting")
+			return
+		}
+	}
+}
+
+// cancelTowardsClient tells the client a request of ours is void.
+func (s *session) cancelTowardsClient(id jsonrpc2.ID, p *pendingRequest, why string) {
+	s.notify(protocol.NotificationCancelled, map[string]any{"requestId": id.Num, "reason": why}, p.related)
+}
+
+// failClientRequests answers every pending request related to call (nil:
+// all of them, as the session ends) with an error, so no asker waits for a
+// response that will not be routed. For a call that ended, the client is
+// told its requests are void; whichever of this and the asker's own
+// abandonment comes first does it, once.
+func (s *session) failClientRequests(call *jsonrpc2.ID, why string) {
+	for id, p := range s.pending {
+		if call == nil || (p.related != nil && *p.related == *call) {
+			delete(s.pending, id)
+			p.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeInvalidRequest, Message: why}}
+			if call != nil {
+				s.cancelTowardsClient(id, p, why)
+			}
+		}
+	}
+}

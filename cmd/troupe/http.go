@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"troupe/actors"
+	"troupe/config"
+	"troupe/mcphttp"
+)
+
+// httpFront is the running HTTP transport.
+type httpFront struct {
+	srv     *http.Server
+	handler *mcphttp.Handler
+	errs    chan error
+}
+
+// startHTTP listens and serves in the background. It refuses a
+// non-loopback address without a bearer token unless the config allows it.
+func startHTTP(cfg *config.Config, host *actors.Host, log *slog.Logger) (*httpFront, error) {
+	h := cfg.HTTP
+	ln, err := net.Listen("tcp", h.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", h.Listen, err)
+	}
+	loopback := isLoopback(ln.Addr())
+	if !loopback && h.Auth.BearerToken == "" {
+		if !h.AllowUnauthenticatedRemote {
+			ln.Close()
+			return nil, fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address, so anyone "+
+				"who can reach it could run tools; set a token (--bearer-token-env NAME or http.auth.bearer_token = \"${NAME}\") "+
+				"or pass --allow-unauthenticated-remote", h.Listen)
+		}
+		log.Warn("serving HTTP on a non-loopback address WITHOUT authentication: anyone who can reach it can run tools",
+			"addr", ln.Addr().String())
+	}
+	handler := mcphttp.New(host, mcphttp.Options{
+		Path:           h.Path,
+		BearerToken:    h.Auth.BearerToken,
+		AllowedOrigins: h.AllowedOrigins,
+		CheckHost:      loopback,
+		MaxSessions:    h.MaxSessions,
+		MaxBodyBytes:   int64(h.MaxBodyBytes),
+		KeepAlive:      h.KeepaliveInterval,
+		WriteTimeout:   h.WriteTimeout,
+		Logger:         log,
+	})
+	f := &httpFront{
+		srv: &http.Server{
+			Handler:           handler,
+			ReadHeaderTimeout: h.ReadHeaderTimeout,
+			ReadTimeout:       h.ReadTimeout,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		},
+		handler: handler,
+		errs:    make(chan error, 1),
+	}
+	go func() {
+		if err := f.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			f.errs <- err
+		}
+	}()
+	log.Info("serving MCP over HTTP", "url", "http://"+ln.Addr().String()+h.Path,
+		"auth", map[bool]string{true: "bearer token", false: "none"}[h.Auth.BearerToken != ""])
+	return f, nil
+}
+
+// failed reports a server that stopped on its own; nil when not serving.
+func (f *httpFront) failed() <-chan error {
+	if f == nil {
+		return nil
+	}
+	return f.errs
+}
+
+// shutdown waits for open requests and streams to finish (the sessions are
+// draining, so they end), up to timeout.
+func (f *httpFront) shutdown(timeout time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := f.srv.Shutdown(ctx); err != nil {
+		log.Warn("HTTP shutdown incomplete; closing", "err", err)
+		_ = f.srv.Close()
+	}
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

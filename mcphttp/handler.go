@@ -1,0 +1,338 @@
+// Package mcphttp serves MCP over the streamable HTTP transport
+// (revisions 2025-03-26, 2025-06-18 and 2025-11-25).
+//
+// The Handler is a thin front: it checks what HTTP must check (Host,
+// Origin, bearer token, methods, headers, body size), turns POST bodies
+// into messages for the session's actors, and writes what the actors put on
+// the session's streams back as application/json or text/event-stream. The
+// session itself (negotiated version, calls in flight, log level) is the
+// same session actor stdio uses; see package actors.
+//
+//	POST   /mcp      one JSON-RPC message (a batch under 2025-03-26)
+//	GET    /mcp      the session's standalone SSE stream; with Last-Event-ID, resume a stream
+//	DELETE /mcp      end the session and everything running in it
+//	GET    /healthz  liveness, without authentication
+package mcphttp
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"troupe/actors"
+)
+
+// Options configure a Handler. Zero values mean the documented defaults.
+type Options struct {
+	// Path is the MCP endpoint (default "/mcp").
+	Path string
+	// BearerToken, when set, is required as "Authorization: Bearer <token>"
+	// on the MCP endpoint. A session stays bound to the token that made it.
+	BearerToken string
+	// AllowedOrigins lists the Origin values browsers may send (scheme,
+	// host and port, e.g. "https://app.example"). Empty means loopback
+	// origins only (http or https, localhost, 127.0.0.1 or [::1], any port).
+	// Requests without Origin (non-browser clients) are not affected.
+	AllowedOrigins []string
+	// CheckHost refuses Host headers other than loopback names: the
+	// defence against DNS rebinding when listening on loopback.
+	CheckHost bool
+	// MaxSessions bounds concurrent sessions (default 10000); over it,
+	// initialize gets 503 with Retry-After.
+	MaxSessions int
+	// MaxBodyBytes bounds a POST body (default 4 MiB); over it, 413.
+	MaxBodyBytes int64
+	// KeepAlive is the interval of SSE comments on idle streams (default 25 s).
+	KeepAlive time.Duration
+	// WriteTimeout bounds one write to a client (default 30 s): a client
+	// that stops reading is disconnected instead of holding its stream.
+	WriteTimeout time.Duration
+	// Logger receives the handler's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Path == "" {
+		o.Path = "/mcp"
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 10000
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 4 << 20
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 25 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Handler serves the MCP endpoint and /healthz.
+type Handler struct {
+	host  *actors.Host
+	opts  Options
+	log   *slog.Logger
+	token [32]byte // sha256 of the bearer token; compared in constant time
+
+	mu       sync.Mutex
+	sessions map[string]*actors.HTTPSession
+	closing  atomic.Bool
+}
+
+// New returns a Handler serving sessions on host.
+func New(host *actors.Host, opts Options) *Handler {
+	opts = opts.withDefaults()
+	h := &Handler{host: host, opts: opts, log: opts.Logger, sessions: map[string]*actors.HTTPSession{}}
+	if opts.BearerToken != "" {
+		h.token = sha256.Sum256([]byte(opts.BearerToken))
+	}
+	return h
+}
+
+// Sessions is the number of live sessions.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// StopAccepting makes new sessions fail with 503 (shutdown has begun).
+func (h *Handler) StopAccepting() { h.closing.Store(true) }
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case h.opts.Path:
+		h.serveMCP(w, r)
+	case "/healthz":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if h.opts.CheckHost && !loopbackHost(r.Host) {
+		h.refuse(w, http.StatusForbidden, "Host header is not a loopback name (DNS rebinding protection)")
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
+		h.refuse(w, http.StatusForbidden, "Origin "+strconv.Quote(origin)+" is not allowed")
+		return
+	}
+	owner, ok := h.authenticate(w, r)
+	if !ok {
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r, owner)
+	case http.MethodGet:
+		h.get(w, r, owner)
+	case http.MethodDelete:
+		h.delete(w, r, owner)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		h.refuse(w, http.StatusMethodNotAllowed, "method not allowed")
+	}
+}
+
+// authenticate checks the bearer token when one is configured, and returns
+// the credential a session is bound to.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) ([32]byte, bool) {
+	if h.opts.BearerToken == "" {
+		return [32]byte{}, true
+	}
+	auth := r.Header.Get("Authorization")
+	scheme, token, found := strings.Cut(auth, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="troupe"`)
+		h.refuse(w, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")
+		return [32]byte{}, false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	if subtle.ConstantTimeCompare(got[:], h.token[:]) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="troupe", error="invalid_token"`)
+		h.refuse(w, http.StatusUnauthorized, "invalid bearer token")
+		return [32]byte{}, false
+	}
+	return got, true
+}
+
+// session finds the session a request names. It answers 400 when the
+// header is missing and 404 when the session is unknown, ended, or belongs
+// to another credential (all the same to the client: re-initialize).
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte) (*actors.HTTPSession, bool) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		h.refuse(w, http.StatusBadRequest, "Mcp-Session-Id header is required (send initialize first)")
+		return nil, false
+	}
+	h.mu.Lock()
+	s, ok := h.sessions[id]
+	h.mu.Unlock()
+	if !ok || s.Owner() != owner {
+		h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
+		return nil, false
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+		if neg := s.Version(); neg != "" && v != string(neg) {
+			h.refuse(w, http.StatusBadRequest, "MCP-Protocol-Version "+strconv.Quote(v)+
+				" does not match the session's negotiated version "+string(neg))
+			return nil, false
+		}
+	}
+	return s, true
+}
+
+// newSession starts a session for an initialize request.
+func (h *Handler) newSession(w http.ResponseWriter, owner [32]byte) (*actors.HTTPSession, bool) {
+	if h.closing.Load() {
+		w.Header().Set("Retry-After", "5")
+		h.refuse(w, http.StatusServiceUnavailable, "server is shutting down")
+		return nil, false
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	h.mu.Lock()
+	if len(h.sessions) >= h.opts.MaxSessions {
+		h.mu.Unlock()
+		w.Header().Set("Retry-After", "10")
+		h.refuse(w, http.StatusServiceUnavailable, "too many sessions (limit "+strconv.Itoa(h.opts.MaxSessions)+")")
+		return nil, false
+	}
+	h.sessions[id] = nil // reserve the slot while the actors start
+	h.mu.Unlock()
+	s, err := h.host.StartHTTPSession(id, owner, func() {
+		h.mu.Lock()
+		delete(h.sessions, id)
+		h.mu.Unlock()
+	})
+	if err != nil {
+		h.mu.Lock()
+		delete(h.sessions, id)
+		h.mu.Unlock()
+		h.log.Error("starting a session", "err", err)
+		h.refuse(w, http.StatusServiceUnavailable, "cannot start a session")
+		return nil, false
+	}
+	h.mu.Lock()
+	h.sessions[id] = s
+	h.mu.Unlock()
+	return s, true
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, owner [32]byte) {
+	s, ok := h.session(w, r, owner)
+	if !ok {
+		return
+	}
+	s.Close()
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		h.log.Warn("session did not end in time after DELETE", "session", s.ID()[:8])
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// refuse answers with an HTTP error whose body is a JSON-RPC error without
+// an id, as the spec allows for transport-level refusals.
+func (h *Handler) refuse(w http.ResponseWriter, status int, message string) {
+	h.log.Debug("http request refused", "status", status, "reason", message)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32000, "message": message}})
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// originAllowed applies the allow-list (default: loopback origins).
+func (h *Handler) originAllowed(origin string) bool {
+	if len(h.opts.AllowedOrigins) > 0 {
+		for _, o := range h.opts.AllowedOrigins {
+			if strings.EqualFold(o, origin) {
+				return true
+			}
+		}
+		return false
+	}
+	scheme, rest, ok := strings.Cut(origin, "://")
+	if !ok || (scheme != "http" && scheme != "https") {
+		return false
+	}
+	return loopbackHost(rest)
+}
+
+// loopbackHost reports whether a host[:port] names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// accepts reads an Accept header: whether JSON and SSE answers are
+// acceptable. No header means anything is.
+func accepts(r *http.Request) (json, sse bool) {
+	values := r.Header.Values("Accept")
+	if len(values) == 0 {
+		return true, true
+	}
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			switch mt {
+			case "application/json":
+				json = true
+			case "text/event-stream":
+				sse = true
+			case "*/*":
+				json, sse = true, true
+			case "application/*":
+				json = true
+			case "text/*":
+				sse = true
+			}
+		}
+	}
+	return json, sse
+}

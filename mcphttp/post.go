@@ -1,0 +1,266 @@
+package mcphttp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/actors"
+	"troupe/protocol"
+	"troupe/protocol/framing"
+)
+
+// message is one checked JSON-RPC message of a POST body.
+type message struct {
+	raw  json.RawMessage
+	req  *jsonrpc2.Request  // a request or notification
+	resp *jsonrpc2.Response // a response to a server-to-client request
+}
+
+// post handles one POST: a message or (under 2025-03-26) a batch.
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		h.refuse(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return
+	}
+	acceptJSON, acceptSSE := accepts(r)
+	if !acceptJSON && !acceptSSE {
+		h.refuse(w, http.StatusNotAcceptable, "Accept must include application/json and text/event-stream")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.refuse(w, http.StatusRequestEntityTooLarge, "body exceeds the size limit")
+			return
+		}
+		h.refuse(w, http.StatusBadRequest, "cannot read the body")
+		return
+	}
+	body = bytes.TrimSpace(body)
+	batch := len(body) > 0 && body[0] == '['
+	var raws []json.RawMessage
+	if batch {
+		if err := json.Unmarshal(body, &raws); err != nil {
+			h.rejectBody(w, framing.Check(body))
+			return
+		}
+		if len(raws) == 0 {
+			h.rejectBody(w, framing.Check([]byte(`[]`)))
+			return
+		}
+	} else {
+		if rej := framing.Check(body); rej != nil {
+			h.rejectBody(w, rej)
+			return
+		}
+		raws = []json.RawMessage{body}
+	}
+
+	// Which session: a lone initialize without a session id makes one.
+	var s *actors.HTTPSession
+	created := false
+	if r.Header.Get("Mcp-Session-Id") == "" && !batch && isInitialize(body) {
+		if s, created = h.newSession(w, owner); !created {
+			return
+		}
+	} else {
+		var ok bool
+		if s, ok = h.session(w, r, owner); !ok {
+			return
+		}
+	}
+	if batch && !s.Version().AllowsBatches() {
+		h.refuse(w, http.StatusBadRequest, "batches are not supported by the negotiated protocol version")
+		return
+	}
+
+	msgs, rejected := decodeMessages(raws)
+	var streams []*actors.Stream
+	for _, m := range msgs {
+		switch {
+		case m.req != nil && !m.req.Notif:
+			streams = append(streams, s.Request(m.req, acceptSSE && !batch))
+		case m.req != nil:
+			s.Notify(m.req)
+		default:
+			s.Respond(m.resp)
+		}
+	}
+	switch {
+	case batch && (len(streams) > 0 || len(rejected) > 0):
+		h.answerBatch(w, r, s, streams, rejected)
+	case len(streams) == 0:
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		h.answer(w, r, s, streams[0], acceptJSON, acceptSSE, created)
+	}
+}
+
+// decodeMessages turns checked raw messages into requests, notifications
+// and responses; members of a batch that fail the check become error
+// responses of their own.
+func decodeMessages(raws []json.RawMessage) (msgs []message, rejected [][]byte) {
+	for _, raw := range raws {
+		if rej := framing.Check(raw); rej != nil {
+			rejected = append(rejected, rej.Reply())
+			continue
+		}
+		var probe struct {
+			Method *string `json:"method"`
+		}
+		_ = json.Unmarshal(raw, &probe)
+		m := message{raw: raw}
+		if probe.Method != nil {
+			m.req = &jsonrpc2.Request{}
+			if err := json.Unmarshal(raw, m.req); err != nil {
+				rejected = append(rejected, invalidRequest())
+				continue
+			}
+		} else {
+			m.resp = &jsonrpc2.Response{}
+			if err := json.Unmarshal(raw, m.resp); err != nil {
+				rejected = append(rejected, invalidRequest())
+				continue
+			}
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rejected
+}
+
+func invalidRequest() []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": protocol.CodeInvalidRequest, "message": "invalid request"}})
+	return b
+}
+
+// rejectBody answers a body that is not valid JSON-RPC with 400 and the
+// JSON-RPC error (parse error or invalid request) as the body.
+func (h *Handler) rejectBody(w http.ResponseWriter, rej *framing.Rejection) {
+	if rej == nil {
+		h.refuse(w, http.StatusBadRequest, "invalid request")
+		return
+	}
+	writeJSON(w, http.StatusBadRequest, rej.Reply())
+}
+
+func isInitialize(body []byte) bool {
+	var probe struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &probe) == nil && probe.Method == protocol.MethodInitialize
+}
+
+// answer writes the answer to one request: application/json when the
+// response comes first, or SSE when something related to the request comes
+// before it (progress, log messages) and the client accepts SSE.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *actors.HTTPSession, st *actors.Stream,
+	acceptJSON, acceptSSE, created bool) {
+	detach, err := st.Attach()
+	if err != nil {
+		h.refuse(w, http.StatusConflict, err.Error())
+		return
+	}
+	defer detach()
+	events, done, err := st.Read(r.Context(), 0, 0)
+	if err != nil {
+		// The client left before anything was ready. Without an event id
+		// it cannot resume, so the stream need not be kept.
+		s.Delivered(st)
+		if created {
+			s.Close()
+		}
+		return
+	}
+	if len(events) == 0 && done {
+		// No response will come: the request was cancelled (the client
+		// asked for that) or the session ended under it.
+		s.Delivered(st)
+		h.unanswered(w, s)
+		return
+	}
+	if events[0].Final && (acceptJSON || !acceptSSE) || !acceptSSE {
+		final := lastFinal(events)
+		for final == nil && !done && err == nil {
+			events, done, err = st.Read(r.Context(), events[len(events)-1].Seq, 0)
+			final = lastFinal(events)
+		}
+		s.Delivered(st)
+		if final == nil {
+			h.unanswered(w, s)
+			return
+		}
+		if created {
+			if isErrorResponse(final.Data) {
+				s.Close() // a failed initialize leaves no session behind
+			} else {
+				w.Header().Set("Mcp-Session-Id", s.ID())
+			}
+		}
+		writeJSON(w, http.StatusOK, final.Data)
+		return
+	}
+	h.streamEvents(w, r, s, st, events, done)
+}
+
+// unanswered ends a POST whose request will get no response.
+func (h *Handler) unanswered(w http.ResponseWriter, s *actors.HTTPSession) {
+	select {
+	case <-s.Done():
+		h.refuse(w, http.StatusNotFound, "the session ended before the request was answered")
+	default:
+		w.WriteHeader(http.StatusNoContent) // cancelled by the client
+	}
+}
+
+func lastFinal(events []actors.Event) *actors.Event {
+	for i := range events {
+		if events[i].Final {
+			return &events[i]
+		}
+	}
+	return nil
+}
+
+func isErrorResponse(data []byte) bool {
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(data, &probe) == nil && probe.Error != nil
+}
+
+// answerBatch waits for every response of a batch and writes them as one
+// JSON array (related notifications are not streamed for batches).
+func (h *Handler) answerBatch(w http.ResponseWriter, r *http.Request, s *actors.HTTPSession, streams []*actors.Stream, rejected [][]byte) {
+	replies := rejected
+	for _, st := range streams {
+		var after uint64
+		for {
+			events, done, err := st.Read(r.Context(), after, 0)
+			if err != nil {
+				return
+			}
+			if f := lastFinal(events); f != nil {
+				replies = append(replies, f.Data)
+				break
+			}
+			if done {
+				break // cancelled: no response
+			}
+			after = events[len(events)-1].Seq
+		}
+		s.Delivered(st)
+	}
+	if len(replies) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	writeJSON(w, http.StatusOK, append(append([]byte{'['}, bytes.Join(replies, []byte{','})...), ']'))
+}
