@@ -194,7 +194,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte
 	h.mu.Lock()
 	s, ok := h.sessions[id]
 	h.mu.Unlock()
-	if !ok || s.Owner() != owner {
+	if !ok || s == nil || s.Owner() != owner { // nil: a slot reserved while a session starts
 		h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
 		return nil, false
 	}
