@@ -198,6 +198,54 @@ func stdioTransport(t *testing.T, workspace string) transport {
 // also logged if the test fails later.
 func runScenario(t *testing.T, sc scenario) result {
 	t.Helper()
+	run := execRunner(t, sc)
+	if run.err != nil {
+		t.Fatalf("runner: %v", run.err)
+	}
+	if strings.Contains(run.stderr, "WARNING: DATA RACE") {
+		t.Errorf("the server reported a data race")
+	}
+
+	var res result
+	if err := json.Unmarshal([]byte(run.stdout), &res); err != nil {
+		t.Fatalf("runner printed no JSON report (%v):\n%s", err, run.stdout)
+	}
+	if len(res.Steps) != len(sc.Steps) {
+		t.Fatalf("runner reported %d steps, want %d", len(res.Steps), len(sc.Steps))
+	}
+	return res
+}
+
+// runnerRun is what one runner.mjs process left behind.
+type runnerRun struct {
+	stdout, stderr string
+	err            error // from exec: nil, or an *exec.ExitError saying why
+}
+
+// exitCode is the runner's exit status, or -1 when it did not exit by itself.
+func (r runnerRun) exitCode() int {
+	var exit *exec.ExitError
+	switch {
+	case r.err == nil:
+		return 0
+	case errors.As(r.err, &exit):
+		return exit.ExitCode()
+	}
+	return -1
+}
+
+// The runner's exit statuses other than 0 and 1 (see runner.mjs).
+const (
+	runnerBadScenario   = 2
+	runnerCannotConnect = 3
+)
+
+// execRunner runs sc through runner.mjs, whatever comes of it: runScenario
+// for runs that must succeed, tests of refusals directly. It fails the test
+// only when the runner cannot be started or overruns scenarioTimeout. The
+// runner's stderr is logged if the test fails.
+func execRunner(t *testing.T, sc scenario) runnerRun {
+	t.Helper()
 	runner := requireRunner(t)
 	input, err := json.Marshal(sc)
 	if err != nil {
@@ -217,27 +265,17 @@ func runScenario(t *testing.T, sc scenario) result {
 	runErr := cmd.Run()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("scenario: %s\nrunner and server stderr:\n%s", input, stderr.String())
+			t.Logf("scenario: %s\nrunner stderr (with the server's, over stdio):\n%s", input, stderr.String())
 		}
 	})
-	if runErr != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			t.Fatalf("runner timed out after %v", time.Since(start).Round(time.Millisecond))
-		}
-		t.Fatalf("runner: %v", runErr)
+	if runErr != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("runner timed out after %v", time.Since(start).Round(time.Millisecond))
 	}
-	if strings.Contains(stderr.String(), "WARNING: DATA RACE") {
-		t.Errorf("the server reported a data race")
+	var exit *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &exit) {
+		t.Fatalf("running the runner: %v", runErr)
 	}
-
-	var res result
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("runner printed no JSON report (%v):\n%s", err, stdout.String())
-	}
-	if len(res.Steps) != len(sc.Steps) {
-		t.Fatalf("runner reported %d steps, want %d", len(res.Steps), len(sc.Steps))
-	}
-	return res
+	return runnerRun{stdout: stdout.String(), stderr: stderr.String(), err: runErr}
 }
 
 // requireRunner returns the path of runner.mjs once node and the SDK are

@@ -129,7 +129,9 @@ async function main() {
   try {
     await client.connect(transport);
   } catch (err) {
-    console.error(`runner: cannot connect: ${err?.stack ?? err}`);
+    // The SDK keeps an HTTP status in err.code, out of the message.
+    const status = err?.code !== undefined ? ` (code ${err.code})` : '';
+    console.error(`runner: cannot connect${status}: ${err?.stack ?? err}`);
     return EXIT_CANNOT_CONNECT;
   }
 
