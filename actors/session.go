@@ -154,8 +154,6 @@ func newSession(opts SessionOptions, log *slog.Logger, exec *executorDeps) actor
 			log:     log.With("session", id),
 			level:   opts.DefaultLogLevel,
 			limiter: rate.NewLimiter(opts.LogRate, 2*int(opts.LogRate)),
-			calls:   map[jsonrpc2.ID]*inflight{},
-			byPID:   map[string]jsonrpc2.ID{},
 			exec:    exec,
 		}
 	}
@@ -397,6 +395,9 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	}
 	call.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return inv },
 		actor.WithReceiverMiddleware(capturePanics)))
+	if s.calls == nil { // made on first use: an idle session costs less
+		s.calls, s.byPID = map[jsonrpc2.ID]*inflight{}, map[string]jsonrpc2.ID{}
+	}
 	s.calls[req.ID] = call
 	s.byPID[call.pid.Id] = req.ID
 }
