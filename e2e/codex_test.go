@@ -31,8 +31,9 @@ func codexBinary(t *testing.T) string {
 
 // runCodex runs `codex exec --json` in workspace with a config.toml holding
 // the scripted model as its provider plus mcpServers (a TOML fragment), and
-// returns the JSON events Codex printed.
-func runCodex(t *testing.T, model *scriptedModel, workspace, mcpServers, prompt string) []map[string]any {
+// returns the JSON events Codex printed. env ("NAME=value") is added to
+// Codex's otherwise minimal environment.
+func runCodex(t *testing.T, model *scriptedModel, workspace, mcpServers, prompt string, env ...string) []map[string]any {
 	t.Helper()
 	home := t.TempDir()
 	cfg := fmt.Sprintf(`model = "scripted"
@@ -53,7 +54,7 @@ wire_api = "responses"
 	cmd.Dir = workspace
 	// A small, explicit environment: no API keys, and no RUST_BACKTRACE
 	// (Codex would append backtraces to the text the model sees).
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "LANG=C.UTF-8"}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "LANG=C.UTF-8"}, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -78,6 +79,56 @@ wire_api = "responses"
 // so Codex's default exec policy runs them without asking.
 func TestCodexListsAndCallsToolsOverStdio(t *testing.T) {
 	fx := newFixture(t)
+	servers := fmt.Sprintf("[mcp_servers.troupe]\ncommand = %q\nargs = [\"serve\", \"--workspace\", %q]\n",
+		troupeBinary(t), fx.dir)
+	codexCallsEachTool(t, fx, servers)
+}
+
+// TestCodexListsAndCallsToolsOverHTTP is the stdio test with Codex as a
+// streamable HTTP client of `troupe serve --http`: without authentication,
+// and with the token Codex reads from bearer_token_env_var.
+func TestCodexListsAndCallsToolsOverHTTP(t *testing.T) {
+	codexBinary(t) // skip before building and starting servers
+	for _, tc := range []struct {
+		name  string
+		token bool
+	}{{"no auth", false}, {"bearer token", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			token := ""
+			if tc.token {
+				token = newToken(t)
+			}
+			srv := startHTTPServer(t, fx.dir, token)
+			servers := fmt.Sprintf("[mcp_servers.troupe]\nurl = %q\n", srv.url)
+			var env []string
+			if token != "" {
+				servers += fmt.Sprintf("bearer_token_env_var = %q\n", tokenEnv)
+				env = append(env, tokenEnv+"="+token)
+			}
+			codexCallsEachTool(t, fx, servers, env...)
+
+			// Codex ends its session with DELETE on exit; the session must
+			// be over while the server still runs, and not by idling out.
+			if !srv.waitLog("http session deleted by the client", 5*time.Second) || !srv.waitLog("http session ended", 5*time.Second) {
+				t.Errorf("Codex's DELETE did not end its session while troupe ran")
+			}
+			log := srv.log.String()
+			if strings.Contains(log, "http session expired") {
+				t.Errorf("a session expired instead of being ended by Codex")
+			}
+			if strings.Contains(log, "status=401") {
+				t.Errorf("troupe refused some of Codex's requests as unauthenticated")
+			}
+		})
+	}
+}
+
+// codexCallsEachTool runs Codex with mcpServers (a TOML fragment naming
+// troupe "troupe") and a scripted model that calls each of troupe's tools
+// once, then checks what Codex offered the model and handed back to it.
+func codexCallsEachTool(t *testing.T, fx fixture, mcpServers string, env ...string) {
+	t.Helper()
 	calls := []struct {
 		id, tool string
 		args     any
@@ -103,9 +154,7 @@ func TestCodexListsAndCallsToolsOverStdio(t *testing.T) {
 		}
 		return message("all tools called")
 	})
-	servers := fmt.Sprintf("[mcp_servers.troupe]\ncommand = %q\nargs = [\"serve\", \"--workspace\", %q]\n",
-		troupeBinary(t), fx.dir)
-	events := runCodex(t, model, fx.dir, servers, "use troupe's tools")
+	events := runCodex(t, model, fx.dir, mcpServers, "use troupe's tools", env...)
 
 	model.mu.Lock()
 	defer model.mu.Unlock()

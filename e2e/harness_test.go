@@ -12,7 +12,17 @@
 //		Steps:     []step{{Op: "listTools"}},
 //	})
 //
-// The runner needs e2e/tsclient/node_modules; scripts/test installs it.
+// The same scenarios run over streamable HTTP against `troupe serve --http`
+// on a free loopback port (see httpserver_test.go):
+//
+//	srv := startHTTPServer(t, fx.dir, newToken(t)) // "" for no auth
+//	res := runScenario(t, scenario{Transport: srv.transport(), Steps: ...})
+//
+// The second client is the real Codex CLI (codex_test.go), run offline
+// against a scripted stand-in for the model (codexmodel_test.go).
+//
+// The runner needs e2e/tsclient/node_modules and Codex e2e/codex/node_modules;
+// scripts/test installs both.
 package e2e
 
 import (

@@ -11,7 +11,8 @@ import (
 )
 
 // TestTSClientStdio runs the first-party tool checks through the TypeScript
-// SDK over stdio. An HTTP test will run the same table over its transport.
+// SDK over stdio. TestTSClientHTTP runs the same table over streamable HTTP:
+// one table, both transports, so a client cannot tell them apart.
 func TestTSClientStdio(t *testing.T) {
 	fx := newFixture(t)
 	runChecks(t, stdioTransport(t, fx.dir), toolChecks(fx))
@@ -25,6 +26,58 @@ func TestTSClientStdioBuiltinSearch(t *testing.T) {
 	tr := stdioTransport(t, fx.dir)
 	tr.Env = map[string]string{"PATH": t.TempDir()}
 	runChecks(t, tr, toolChecks(fx))
+}
+
+// TestTSClientHTTP runs the stdio checks over streamable HTTP, against
+// `troupe serve --http` on a loopback port.
+func TestTSClientHTTP(t *testing.T) {
+	requireRunner(t) // skip before building a binary nothing would run
+	fx := newFixture(t)
+	srv := startHTTPServer(t, fx.dir, "")
+	runChecks(t, srv.transport(), toolChecks(fx))
+}
+
+// TestTSClientHTTPBearer runs the same checks against a server that requires
+// a bearer token, which the SDK sends on every request.
+func TestTSClientHTTPBearer(t *testing.T) {
+	requireRunner(t)
+	fx := newFixture(t)
+	srv := startHTTPServer(t, fx.dir, newToken(t))
+	runChecks(t, srv.transport(), toolChecks(fx))
+}
+
+// TestTSClientHTTPWithoutToken: a client without the right token cannot
+// even initialize, and the SDK tells its user why.
+func TestTSClientHTTPWithoutToken(t *testing.T) {
+	requireRunner(t)
+	fx := newFixture(t)
+	srv := startHTTPServer(t, fx.dir, newToken(t))
+	for _, tc := range []struct {
+		name, authorization string
+	}{
+		{"no Authorization", ""},
+		{"wrong token", "Bearer " + newToken(t)},
+		{"token in another scheme", "Token " + srv.token},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := transport{Kind: "http", URL: srv.url}
+			if tc.authorization != "" {
+				tr.Headers = map[string]string{"Authorization": tc.authorization}
+			}
+			run := execRunner(t, scenario{Transport: tr, Steps: []step{listTools()}})
+			if code := run.exitCode(); code != runnerCannotConnect {
+				t.Fatalf("runner exited with %d, want %d (cannot connect); stdout: %s\nstderr: %s",
+					code, runnerCannotConnect, run.stdout, run.stderr)
+			}
+			if !strings.Contains(run.stderr, "401") && !strings.Contains(run.stderr, "Unauthorized") {
+				t.Errorf("the runner's error mentions neither 401 nor Unauthorized:\n%s", run.stderr)
+			}
+		})
+	}
+	// And it was troupe's authentication that said no.
+	if n := strings.Count(srv.log.String(), "http request refused status=401"); n < 3 {
+		t.Errorf("troupe logged %d refusals with status 401, want one per client at least", n)
+	}
 }
 
 // A check is one step of a session with troupe and what its answer must

@@ -251,6 +251,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, owner [32]byte)
 	if !ok {
 		return
 	}
+	h.log.Info("http session deleted by the client", "http_session", s.ID()[:8])
 	s.Close()
 	select {
 	case <-s.Done():
