@@ -73,6 +73,7 @@ func (c *connection) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopped:
 		close(c.done)
+		ctx.Send(c.opts.server, &ended{id: ctx.Self().Id})
 	}
 }
 
@@ -157,4 +158,5 @@ type hostOptions struct {
 	grace        time.Duration
 	exec         *executorDeps
 	http         HTTPOptions
+	server       *actor.PID // set by the server as it starts; connections report their end to it
 }

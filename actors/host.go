@@ -65,7 +65,7 @@ func NewHost(o Options) *Host {
 		actor.WithDeadLetterRequestLogging(false),
 	)
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &server{opts: opts, log: log}
+		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}
 	}, actor.WithReceiverMiddleware(capturePanics)))
 	return &Host{system: system, server: pid, opts: opts}
 }
@@ -107,6 +107,7 @@ func (h *Host) Close(timeout time.Duration) bool {
 }
 
 func (h *Host) close(timeout time.Duration) bool {
+	_, _ = h.system.Root.RequestFuture(h.server, &stopAll{}, timeout).Result()
 	_ = h.system.Root.StopFuture(h.server).Wait()
 	ended := make(chan struct{})
 	go func() {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync"
@@ -48,7 +49,8 @@ type HTTPSession struct {
 	version atomic.Pointer[protocol.Version] // mirrors the negotiated version
 	posts   atomic.Uint64                    // numbers POST streams ("p1", "p2", …)
 	limits  HTTPOptions
-	done    chan struct{}
+	ctx     context.Context // done when the session has ended
+	end     context.CancelFunc
 	onEnd   func()
 	once    sync.Once
 }
@@ -57,8 +59,8 @@ type HTTPSession struct {
 // front, unguessable). owner is kept for the front to compare; onEnd runs
 // once when the session has ended, for whatever reason.
 func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*HTTPSession, error) {
-	s := &HTTPSession{id: id, owner: owner, root: h.system.Root, done: make(chan struct{}), onEnd: onEnd,
-		limits: h.opts.http}
+	s := &HTTPSession{id: id, owner: owner, root: h.system.Root, onEnd: onEnd, limits: h.opts.http}
+	s.ctx, s.end = context.WithCancel(context.Background())
 	res, err := h.system.Root.RequestFuture(h.server, &serveHTTP{handle: s}, 10*time.Second).Result()
 	if err != nil {
 		return nil, fmt.Errorf("start http session: %w", err)
@@ -69,7 +71,7 @@ func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*HTTPSessio
 
 func (s *HTTPSession) ended() {
 	s.once.Do(func() {
-		close(s.done)
+		s.end()
 		if s.onEnd != nil {
 			s.onEnd()
 		}
@@ -91,12 +93,20 @@ func (s *HTTPSession) Version() protocol.Version {
 }
 
 // Done is closed when the session has ended.
-func (s *HTTPSession) Done() <-chan struct{} { return s.done }
+func (s *HTTPSession) Done() <-chan struct{} { return s.ctx.Done() }
+
+// Context is done when the session has ended; context.AfterFunc on it lets
+// a waiter react without a goroutine of its own.
+func (s *HTTPSession) Context() context.Context { return s.ctx }
 
 // Request delivers a request; its response, and with sse the messages
 // related to it, arrive on the returned stream.
 func (s *HTTPSession) Request(req *jsonrpc2.Request, sse bool) *Stream {
 	st := newStream("p"+strconv.FormatUint(s.posts.Add(1), 10), s.limits.StreamEvents, s.limits.StreamBytes)
+	if s.ctx.Err() != nil {
+		st.end(false) // the session is gone: no actor will take the request
+		return st
+	}
 	s.root.Send(s.pid, &httpRequest{req: req, stream: st, sse: sse})
 	return st
 }

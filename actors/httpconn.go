@@ -31,6 +31,7 @@ type httpConn struct {
 	lastSeen   time.Time
 	idle       *time.Timer
 	drained    bool
+	stopping   bool // its streams have been ended; new requests get ended streams
 }
 
 // postStream is the stream of one POSTed request.
@@ -99,7 +100,7 @@ func (c *httpConn) Receive(ctx actor.Context) {
 		c.route(msg)
 	case *Unanswered:
 		if p, ok := c.posts[msg.ID]; ok {
-			p.stream.end()
+			p.stream.end(true)
 			delete(c.posts, msg.ID)
 			delete(c.byID, p.stream.id)
 		}
@@ -119,18 +120,20 @@ func (c *httpConn) Receive(ctx actor.Context) {
 	case *closeOutput:
 		ctx.Stop(ctx.Self())
 	case *actor.Stopping:
+		c.stopping = true
 		if c.idle != nil {
 			c.idle.Stop()
 		}
 		for _, s := range c.byID {
-			s.end()
+			s.end(false)
 		}
 		if c.standalone != nil {
-			c.standalone.end()
+			c.standalone.end(false)
 		}
 	case *actor.Stopped:
 		c.log.Debug("http session ended")
 		c.handle.ended()
+		ctx.Send(c.opts.server, &ended{id: ctx.Self().Id})
 	}
 }
 
@@ -150,6 +153,10 @@ func (c *httpConn) start(ctx actor.Context) {
 func (c *httpConn) touch() { c.lastSeen = time.Now() }
 
 func (c *httpConn) request(ctx actor.Context, msg *httpRequest) {
+	if c.stopping {
+		msg.stream.end(false) // the session is ending: no answer will come
+		return
+	}
 	if _, dup := c.posts[msg.req.ID]; dup {
 		b, _ := json.Marshal(&jsonrpc2.Response{ID: msg.req.ID, Error: &jsonrpc2.Error{
 			Code: jsonrpc2.CodeInvalidRequest, Message: "request id is already in use by a request in flight"}})

@@ -7,10 +7,21 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// server is the top of troupe's actor tree: the parent of every connection.
+// server is the top of troupe's actor tree: it starts every connection and
+// HTTP session, keeps the set of those alive, and drains and stops them.
+//
+// They are spawned from the root with a guardian (sessionGuardian) instead
+// of as the server's children, because protoactor's child set never lets
+// go of a stopped child's slot: a parent pins up to its peak number of
+// children, actors and all. For a server that sees thousands of HTTP
+// sessions come and go, that would keep every one of them in memory. The
+// server's own map forgets a session the moment it ends.
 type server struct {
-	opts *hostOptions
-	log  *slog.Logger
+	opts     *hostOptions
+	log      *slog.Logger
+	guardian *sessionGuardian
+	live     map[string]*actor.PID // connections and HTTP sessions, by PID id
+	waiters  []*actor.PID          // stopAll requests to answer once live is empty
 }
 
 // serveStream asks the server to serve one client over a byte stream.
@@ -23,31 +34,76 @@ type serveStream struct {
 // serveHTTP asks the server to start an HTTP session's actor.
 type serveHTTP struct{ handle *HTTPSession }
 
+// stopAll asks the server to stop every connection and session, and to
+// answer (with *allStopped) once all have ended.
+type stopAll struct{}
+
+// allStopped answers stopAll.
+type allStopped struct{}
+
+// ended is sent to the server by a connection or HTTP session as it stops.
+type ended struct{ id string }
+
 // Receive implements actor.Actor.
 func (s *server) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		s.live = map[string]*actor.PID{}
+		s.opts.server = ctx.Self()
 	case *serveStream:
-		pid := ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
+		ctx.Respond(s.spawn(ctx, "conn", func() actor.Actor {
 			return &connection{in: msg.in, out: msg.out, opts: s.opts, log: s.log, done: msg.done}
-		}, actor.WithReceiverMiddleware(capturePanics)), "conn")
-		ctx.Respond(pid)
+		}))
 	case *serveHTTP:
-		pid := ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
+		ctx.Respond(s.spawn(ctx, "http", func() actor.Actor {
 			return &httpConn{handle: msg.handle, opts: s.opts, log: s.log}
-		}, actor.WithReceiverMiddleware(capturePanics)), "http")
-		ctx.Respond(pid)
+		}))
 	case *Drain:
-		for _, c := range ctx.Children() {
-			ctx.Send(c, msg)
+		for _, pid := range s.live {
+			ctx.Send(pid, msg)
 		}
+	case *stopAll:
+		for _, pid := range s.live {
+			ctx.Stop(pid)
+		}
+		s.waiters = append(s.waiters, ctx.Sender())
+		s.answerWaiters(ctx)
+	case *ended:
+		delete(s.live, msg.id)
+		s.answerWaiters(ctx)
 	}
 }
 
-// HandleFailure supervises connections: a panicking connection is logged
-// and resumed; other connections never notice.
-func (s *server) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
+// spawn starts a connection or session actor under the guardian. The actor
+// reports its end with *ended (cheaper per idle session than Watch, whose
+// watcher set every watched actor would carry).
+func (s *server) spawn(ctx actor.Context, prefix string, producer actor.Producer) *actor.PID {
+	props := actor.PropsFromProducer(producer,
+		actor.WithReceiverMiddleware(capturePanics), actor.WithGuardian(s.guardian))
+	pid := ctx.ActorSystem().Root.SpawnPrefix(props, prefix)
+	s.live[pid.Id] = pid
+	return pid
+}
+
+func (s *server) answerWaiters(ctx actor.Context) {
+	if len(s.live) > 0 {
+		return
+	}
+	for _, w := range s.waiters {
+		ctx.Send(w, &allStopped{})
+	}
+	s.waiters = nil
+}
+
+// sessionGuardian supervises connections and HTTP sessions: a panicking
+// one is logged and resumed; the others never notice. One value per Host:
+// protoactor keys guardians by strategy.
+type sessionGuardian struct{ log *slog.Logger }
+
+// HandleFailure implements actor.SupervisorStrategy.
+func (g *sessionGuardian) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
 	_ *actor.RestartStatistics, reason any, _ any) {
 	value, stack := panicDetails(reason)
-	s.log.Error("connection failed; resuming", "connection", child.Id, "panic", value, "stack", stack)
+	g.log.Error("connection failed; resuming", "connection", child.Id, "panic", value, "stack", stack)
 	sup.ResumeChildren(child)
 }

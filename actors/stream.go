@@ -20,14 +20,15 @@ type Stream struct {
 	maxEvents int
 	maxBytes  int
 
-	mu      sync.Mutex
-	events  []Event // consecutive, oldest first
-	bytes   int
-	next    uint64 // Seq of the next event; the first is 1
-	ended   bool   // no more events will be appended
-	final   bool   // the last event completes the stream (a POST's response)
-	reading bool   // a reader is attached
-	wake    chan struct{}
+	mu        sync.Mutex
+	events    []Event // consecutive, oldest first
+	bytes     int
+	next      uint64 // Seq of the next event; the first is 1
+	ended     bool   // no more events will be appended
+	final     bool   // the last event completes the stream (a POST's response)
+	cancelled bool   // ended because the client cancelled the request
+	reading   bool   // a reader is attached
+	wake      chan struct{}
 }
 
 // Event is one message of a stream.
@@ -86,13 +87,23 @@ func (s *Stream) append(data []byte, final bool) {
 	s.signal()
 }
 
-// end marks the stream complete without a final event (the session ended,
-// or the request was cancelled).
-func (s *Stream) end() {
+// end marks the stream complete without a final event: the session ended
+// (cancelled false) or the client cancelled the request (true).
+func (s *Stream) end(cancelled bool) {
 	s.mu.Lock()
-	s.ended = true
+	if !s.ended {
+		s.ended, s.cancelled = true, cancelled
+	}
 	s.mu.Unlock()
 	s.signal()
+}
+
+// Cancelled reports whether the stream ended because the client cancelled
+// its request (rather than because the session ended).
+func (s *Stream) Cancelled() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancelled
 }
 
 func (s *Stream) signal() {

@@ -81,7 +81,7 @@ func TestStreamReadWaitsAndHonoursContext(t *testing.T) {
 	} else {
 		d()
 	}
-	s.end()
+	s.end(false)
 	if _, done, _ := s.Read(context.Background(), 1, 0); !done {
 		t.Fatal("an ended stream must report done")
 	}

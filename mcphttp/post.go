@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -63,10 +64,18 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		raws = []json.RawMessage{body}
 	}
 
-	// Which session: a lone initialize without a session id makes one.
+	msgs, rejected := decodeMessages(raws)
+	if !batch && len(rejected) > 0 {
+		// Passed the framing check but not jsonrpc2's decoding (an id
+		// beyond int64, a malformed error object): not accepted, so 400.
+		writeJSON(w, http.StatusBadRequest, rejected[0])
+		return
+	}
+
+	// Which session: a lone initialize request without a session id makes one.
 	var s *actors.HTTPSession
 	created := false
-	if r.Header.Get("Mcp-Session-Id") == "" && !batch && isInitialize(body) {
+	if r.Header.Get("Mcp-Session-Id") == "" && !batch && isInitialize(msgs[0]) {
 		if s, created = h.newSession(w, owner); !created {
 			return
 		}
@@ -81,7 +90,6 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		return
 	}
 
-	msgs, rejected := decodeMessages(raws)
 	var streams []*actors.Stream
 	for _, m := range msgs {
 		switch {
@@ -151,11 +159,11 @@ func (h *Handler) rejectBody(w http.ResponseWriter, rej *framing.Rejection) {
 	writeJSON(w, http.StatusBadRequest, rej.Reply())
 }
 
-func isInitialize(body []byte) bool {
-	var probe struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &probe) == nil && probe.Method == protocol.MethodInitialize
+// isInitialize reports whether m is an initialize request (a notification
+// named initialize gets no answer, so it must not make a session nobody
+// learns the id of).
+func isInitialize(m message) bool {
+	return m.req != nil && !m.req.Notif && m.req.Method == protocol.MethodInitialize
 }
 
 // answer writes the answer to one request: application/json when the
@@ -169,13 +177,21 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *actors.HTTPS
 		return
 	}
 	defer detach()
+	r, stop := untilSessionEnds(r, s)
+	defer stop()
 	events, done, err := st.Read(r.Context(), 0, 0)
 	if err != nil {
-		// The client left before anything was ready. Without an event id
-		// it cannot resume, so the stream need not be kept.
+		// The client left before anything was ready (without an event id
+		// it cannot resume, so the stream need not be kept), or the
+		// session ended without taking the request.
 		s.Delivered(st)
 		if created {
 			s.Close()
+		}
+		select {
+		case <-s.Done():
+			h.refuse(w, http.StatusNotFound, "the session ended before the request was answered")
+		default:
 		}
 		return
 	}
@@ -183,7 +199,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *actors.HTTPS
 		// No response will come: the request was cancelled (the client
 		// asked for that) or the session ended under it.
 		s.Delivered(st)
-		h.unanswered(w, s)
+		h.unanswered(w, st)
 		return
 	}
 	if events[0].Final && (acceptJSON || !acceptSSE) || !acceptSSE {
@@ -194,7 +210,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *actors.HTTPS
 		}
 		s.Delivered(st)
 		if final == nil {
-			h.unanswered(w, s)
+			h.unanswered(w, st)
 			return
 		}
 		if created {
@@ -207,17 +223,37 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *actors.HTTPS
 		writeJSON(w, http.StatusOK, final.Data)
 		return
 	}
+	if created {
+		// Only SSE is acceptable: the answer still names the session.
+		if isErrorResponse(events[0].Data) {
+			s.Close()
+		} else {
+			w.Header().Set("Mcp-Session-Id", s.ID())
+		}
+	}
 	h.streamEvents(w, r, s, st, events, done)
 }
 
-// unanswered ends a POST whose request will get no response.
-func (h *Handler) unanswered(w http.ResponseWriter, s *actors.HTTPSession) {
-	select {
-	case <-s.Done():
-		h.refuse(w, http.StatusNotFound, "the session ended before the request was answered")
-	default:
-		w.WriteHeader(http.StatusNoContent) // cancelled by the client
+// untilSessionEnds returns r with a context that also ends when s does,
+// and the function that releases it. A request that reached a session just
+// as it ended went to no actor, and its stream will never complete; the
+// reader must not wait for it.
+func untilSessionEnds(r *http.Request, s *actors.HTTPSession) (*http.Request, func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.Context(), cancel) // no goroutine per request
+	return r.WithContext(ctx), func() { stop(); cancel() }
+}
+
+// unanswered ends a POST whose request will get no response: the client
+// cancelled it (204; the spec says a cancelled request gets no response) or
+// the session ended under it (404: the client must initialize again). The
+// stream records which.
+func (h *Handler) unanswered(w http.ResponseWriter, st *actors.Stream) {
+	if st.Cancelled() {
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
+	h.refuse(w, http.StatusNotFound, "the session ended before the request was answered")
 }
 
 func lastFinal(events []actors.Event) *actors.Event {
@@ -240,11 +276,18 @@ func isErrorResponse(data []byte) bool {
 // JSON array (related notifications are not streamed for batches).
 func (h *Handler) answerBatch(w http.ResponseWriter, r *http.Request, s *actors.HTTPSession, streams []*actors.Stream, rejected [][]byte) {
 	replies := rejected
+	r, stop := untilSessionEnds(r, s)
+	defer stop()
 	for _, st := range streams {
 		var after uint64
 		for {
 			events, done, err := st.Read(r.Context(), after, 0)
 			if err != nil {
+				select {
+				case <-s.Done():
+					h.refuse(w, http.StatusNotFound, "the session ended before the batch was answered")
+				default: // the client left
+				}
 				return
 			}
 			if f := lastFinal(events); f != nil {
@@ -252,7 +295,11 @@ func (h *Handler) answerBatch(w http.ResponseWriter, r *http.Request, s *actors.
 				break
 			}
 			if done {
-				break // cancelled: no response
+				if !st.Cancelled() {
+					h.refuse(w, http.StatusNotFound, "the session ended before the batch was answered")
+					return
+				}
+				break // cancelled: no response for this one
 			}
 			after = events[len(events)-1].Seq
 		}

@@ -39,6 +39,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		return
 	}
 	defer detach()
+	r, stop := untilSessionEnds(r, s)
+	defer stop()
 	events, done, err := st.Read(r.Context(), after, time.Millisecond)
 	if err != nil && !errors.Is(err, r.Context().Err()) {
 		h.refuse(w, http.StatusGone, "the stream's events are no longer kept")
