@@ -25,20 +25,23 @@ type httpFront struct {
 // non-loopback address without a bearer token unless the config allows it.
 func startHTTP(cfg *config.Config, host *actors.Host, log *slog.Logger) (*httpFront, error) {
 	h := cfg.HTTP
-	ln, err := net.Listen("tcp", h.Listen)
+	// Decide before binding: a refused address is never listened on.
+	loopback, err := loopbackAddress(h.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", h.Listen, err)
+		return nil, err
 	}
-	loopback := isLoopback(ln.Addr())
 	if !loopback && h.Auth.BearerToken == "" {
 		if !h.AllowUnauthenticatedRemote {
-			ln.Close()
 			return nil, fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address, so anyone "+
 				"who can reach it could run tools; set a token (--bearer-token-env NAME or http.auth.bearer_token = \"${NAME}\") "+
 				"or pass --allow-unauthenticated-remote", h.Listen)
 		}
 		log.Warn("serving HTTP on a non-loopback address WITHOUT authentication: anyone who can reach it can run tools",
-			"addr", ln.Addr().String())
+			"addr", h.Listen)
+	}
+	ln, err := net.Listen("tcp", h.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", h.Listen, err)
 	}
 	handler := mcphttp.New(host, mcphttp.Options{
 		Path:           h.Path,
@@ -92,7 +95,17 @@ func (f *httpFront) shutdown(timeout time.Duration, log *slog.Logger) {
 	}
 }
 
-func isLoopback(a net.Addr) bool {
-	tcp, ok := a.(*net.TCPAddr)
-	return ok && tcp.IP.IsLoopback()
+// loopbackAddress reports whether host:port names only this machine's
+// loopback interface. An empty host, 0.0.0.0 or [::] (every interface) and
+// any name other than localhost count as not loopback.
+func loopbackAddress(hostport string) (bool, error) {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false, fmt.Errorf("http.listen %q: want host:port: %w", hostport, err)
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
 }

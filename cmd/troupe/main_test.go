@@ -24,6 +24,11 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"serve", "--log-format", "xml"}, 2, "xml"},
 		{[]string{"serve", "--log-level", "chatty"}, 2, "chatty"},
 		{[]string{"serve", "--workspace", filepath.Join(dir, "missing")}, 1, "cannot open the workspace"},
+		// Refused before binding: nothing listens beyond loopback, even briefly.
+		{[]string{"serve", "--workspace", dir, "--http", "0.0.0.0:0"}, 1, "refusing to serve 0.0.0.0:0 without authentication"},
+		{[]string{"serve", "--workspace", dir, "--http", ":0"}, 1, "refusing to serve"},
+		{[]string{"serve", "--workspace", dir, "--http", "no-port"}, 1, "want host:port"},
+		{[]string{"serve", "--http", "127.0.0.1:0", "--bearer-token-env", "TROUPE_TEST_UNSET_VAR"}, 2, "not set"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -50,4 +55,15 @@ func tempFile(t *testing.T, dir, prefix string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+func TestLoopbackAddress(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "127.0.0.2:1": true, "[::1]:1": true, "localhost:80": true,
+		"0.0.0.0:80": false, ":80": false, "[::]:80": false, "192.168.1.2:80": false, "example.com:80": false,
+	} {
+		if got, err := loopbackAddress(addr); err != nil || got != want {
+			t.Errorf("loopbackAddress(%q) = %v, %v; want %v", addr, got, err, want)
+		}
+	}
 }
