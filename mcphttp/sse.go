@@ -30,6 +30,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 			return
 		}
 	} else if st, err = s.Standalone(); err != nil {
+		if s.Context().Err() != nil {
+			h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
+			return
+		}
 		h.refuse(w, http.StatusServiceUnavailable, "cannot open the stream: "+err.Error())
 		return
 	}
