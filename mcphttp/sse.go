@@ -25,6 +25,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 	var err error
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		st, after, err = s.Resume(last)
+		if err != nil && s.Context().Err() != nil {
+			h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
+			return
+		}
 		if err != nil {
 			h.refuse(w, http.StatusBadRequest, "cannot resume: "+err.Error())
 			return
