@@ -56,6 +56,17 @@ type Request struct {
 	// Client asks the MCP client something on behalf of this call (ping,
 	// elicitation); nil when the call has no client to ask.
 	Client Client
+	// Overrides are the session's own working directory and environment;
+	// nil when the session has none. Tools that run processes apply them
+	// before their configured ones.
+	Overrides *Overrides
+}
+
+// Overrides are a session's working directory and environment variables,
+// which take precedence over a tool's configured cwd and env.
+type Overrides struct {
+	Cwd string            // "" means none
+	Env map[string]string // nil means none
 }
 
 // Client sends requests to the MCP client while a call runs. The request
