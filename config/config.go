@@ -1,21 +1,33 @@
-// Package config loads troupe's configuration: embedded defaults, then
-// "-c key=value" overrides whose values are parsed as TOML (falling back to
-// a plain string, as Codex does). Unknown keys and values of the wrong type
-// are errors that name the key.
+// Package config loads troupe's configuration the way Codex users expect:
+// a TOML file, environment overrides and "-c key=value" flags, each layer
+// over the embedded defaults (defaults.toml, which documents every key).
+//
+// The file is --config PATH, else $TROUPE_CONFIG, else
+// ~/.config/troupe/config.toml when it exists, else none. Environment
+// variables TROUPE_<TABLE>__<KEY> (double underscore between levels) and
+// then -c flags override it; their values are read as TOML and, when they
+// are not TOML, as plain strings (as Codex reads -c). Unknown keys, wrong
+// types and invalid values are errors naming the source, the key and the
+// reason. "${NAME}" in any string value is replaced by the environment
+// variable NAME at load; such values are secrets and are never printed.
 package config
 
 import (
 	_ "embed"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-viper/mapstructure/v2"
-	"github.com/knadh/koanf/parsers/toml/v2"
 	"github.com/knadh/koanf/providers/confmap"
-	"github.com/knadh/koanf/providers/rawbytes"
 	"github.com/knadh/koanf/v2"
 	gotoml "github.com/pelletier/go-toml/v2"
 )
@@ -23,12 +35,54 @@ import (
 //go:embed defaults.toml
 var defaults []byte
 
+// delim separates key levels inside koanf. It is not "." because table
+// names may contain dots (a tool named "git.status" is [mcp."git.status"]);
+// override keys are split with TOML's own dotted-key rules instead.
+const delim = "\x1f"
+
+// EnvPrefix starts the environment variables that override config keys.
+const EnvPrefix = "TROUPE_"
+
 // Config is troupe's effective configuration.
 type Config struct {
-	Server  Server  `koanf:"server"`
-	Limits  Limits  `koanf:"limits"`
-	Logging Logging `koanf:"logging"`
-	HTTP    HTTP    `koanf:"http"`
+	Server     Server                 `koanf:"server"`
+	Limits     Limits                 `koanf:"limits"`
+	Logging    Logging                `koanf:"logging"`
+	HTTP       HTTP                   `koanf:"http"`
+	Tools      ToolPolicy             `koanf:"tools"`
+	Docs       Docs                   `koanf:"docs"`
+	Mcp        map[string]CommandTool `koanf:"mcp"`
+	McpServers map[string]McpServer   `koanf:"mcp_servers"`
+	Features   Features               `koanf:"features"`
+
+	// File is the config file that was read, "" for none.
+	File string `koanf:"-"`
+	// Secrets holds every value that came from a "${NAME}" reference, for
+	// redaction; never print it.
+	Secrets []string `koanf:"-"`
+	raw     map[string]any
+}
+
+// Server is the [server] table.
+type Server struct {
+	Workspace    string `koanf:"workspace"`
+	Name         string `koanf:"name"`
+	Instructions string `koanf:"instructions"`
+}
+
+// Limits is the [limits] table.
+type Limits struct {
+	MaxLineBytes  int           `koanf:"max_line_bytes"`
+	MaxInFlight   int           `koanf:"max_in_flight"`
+	PageSize      int           `koanf:"page_size"`
+	CallTimeout   time.Duration `koanf:"call_timeout"`
+	ShutdownGrace time.Duration `koanf:"shutdown_grace"`
+}
+
+// Logging is the [logging] table.
+type Logging struct {
+	Level  string `koanf:"level"`
+	Format string `koanf:"format"`
 }
 
 // HTTP is the [http] table: the streamable HTTP transport.
@@ -51,95 +105,301 @@ type HTTP struct {
 
 // HTTPAuth is the [http.auth] table.
 type HTTPAuth struct {
-	// BearerToken is the resolved token ("${NAME}" references are replaced
-	// by the variable's value at load).
+	// BearerToken is the resolved token.
 	BearerToken string `koanf:"bearer_token"`
 }
 
-// Server is the [server] table.
-type Server struct {
-	Name         string `koanf:"name"`
-	Instructions string `koanf:"instructions"`
+// ToolPolicy is the [tools] table: which tools sessions see, by glob over
+// tool names (path.Match syntax); deny wins over allow.
+type ToolPolicy struct {
+	Allow []string `koanf:"allow"`
+	Deny  []string `koanf:"deny"`
 }
 
-// Limits is the [limits] table.
-type Limits struct {
-	MaxLineBytes  int           `koanf:"max_line_bytes"`
-	MaxInFlight   int           `koanf:"max_in_flight"`
-	PageSize      int           `koanf:"page_size"`
-	CallTimeout   time.Duration `koanf:"call_timeout"`
-	ShutdownGrace time.Duration `koanf:"shutdown_grace"`
+// Docs is the [docs] table, for docs.fetch.
+type Docs struct {
+	AllowedDomains []string `koanf:"allowed_domains"`
 }
 
-// Logging is the [logging] table.
-type Logging struct {
-	Level  string `koanf:"level"`
-	Format string `koanf:"format"`
+// Features is the [features] table.
+type Features struct {
+	// EnableMcpServerSurface exposes config-declared command tools and the
+	// tools of downstream MCP servers. Off, only troupe's first-party tools
+	// are served (the "legacy surface"); the other tables are still checked.
+	EnableMcpServerSurface bool `koanf:"enable_mcp_server_surface"`
 }
 
-// Load returns the embedded defaults with overrides applied; each override
-// is "dotted.key=value".
-func Load(overrides []string) (*Config, error) {
-	k := koanf.New(".")
-	if err := k.Load(rawbytes.Provider(defaults), toml.Parser()); err != nil {
+// CommandTool is one [mcp.<name>] table: a tool that runs a program.
+type CommandTool struct {
+	Command          string            `koanf:"command"`
+	Args             []string          `koanf:"args"`
+	Cwd              string            `koanf:"cwd"`
+	Env              map[string]string `koanf:"env"`
+	Description      string            `koanf:"description"`
+	DisplayName      string            `koanf:"display_name"`
+	InputSchema      any               `koanf:"input_schema"`  // inline table or JSON text
+	OutputSchema     any               `koanf:"output_schema"` // inline table or JSON text
+	SandboxProfile   string            `koanf:"sandbox_profile"`
+	AllowNetwork     bool              `koanf:"allow_network"`
+	RequiresApproval *bool             `koanf:"requires_approval"`
+	TimeoutMs        int               `koanf:"timeout_ms"`
+	Streaming        bool              `koanf:"streaming"`
+	SideEffects      []string          `koanf:"side_effects"`
+	Version          string            `koanf:"version"`
+}
+
+// McpServer is one [mcp_servers.<name>] table, with Codex's keys, so a
+// block from ~/.codex/config.toml can be pasted in.
+type McpServer struct {
+	Command           string            `koanf:"command"`
+	Args              []string          `koanf:"args"`
+	Env               map[string]string `koanf:"env"`
+	EnvVars           []string          `koanf:"env_vars"`
+	Cwd               string            `koanf:"cwd"`
+	URL               string            `koanf:"url"`
+	BearerTokenEnvVar string            `koanf:"bearer_token_env_var"`
+	HTTPHeaders       map[string]string `koanf:"http_headers"`
+	Enabled           *bool             `koanf:"enabled"`
+	EnabledTools      []string          `koanf:"enabled_tools"`
+	DisabledTools     []string          `koanf:"disabled_tools"`
+	StartupTimeoutSec float64           `koanf:"startup_timeout_sec"`
+	StartupTimeoutMs  int               `koanf:"startup_timeout_ms"`
+	ToolTimeoutSec    float64           `koanf:"tool_timeout_sec"`
+}
+
+// Options say where configuration comes from. The zero value reads the
+// default file locations and the process environment.
+type Options struct {
+	// File is --config; "" means $TROUPE_CONFIG, else the user's config
+	// file when it exists.
+	File string
+	// Overrides are -c flags, "dotted.key=value" each.
+	Overrides []string
+	// Environ is the environment (for TROUPE_ overrides, $TROUPE_CONFIG,
+	// $HOME and ${NAME} references); nil means os.Environ().
+	Environ []string
+}
+
+// source is one layer of configuration, named for error messages.
+type source struct {
+	name string
+	data map[string]any
+}
+
+// Load reads the configuration.
+func Load(o Options) (*Config, error) {
+	env := envMap(o.Environ)
+	var sources []source
+	var def map[string]any
+	if err := gotoml.Unmarshal(defaults, &def); err != nil {
 		return nil, fmt.Errorf("embedded defaults: %w", err)
 	}
-	if len(overrides) > 0 {
-		m := make(map[string]any, len(overrides))
-		for _, o := range overrides {
-			key, val, ok := strings.Cut(o, "=")
-			key = strings.TrimSpace(key)
-			if !ok || key == "" {
-				return nil, fmt.Errorf("-c %q: want key=value", o)
-			}
-			m[key] = parseValue(val)
-		}
-		if err := k.Load(confmap.Provider(m, "."), nil); err != nil {
-			return nil, fmt.Errorf("-c overrides: %w", err)
-		}
-	}
-	var c Config
-	err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
-		ErrorUnused:      true,
-		WeaklyTypedInput: false,
-		Result:           &c,
-		TagName:          "koanf",
-		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			mapstructure.StringToTimeDurationHookFunc(),
-			exactInt,
-		),
-	}})
+	file, err := findFile(o.File, env)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if c.HTTP.Auth.BearerToken, err = resolveSecret("http.auth.bearer_token", c.HTTP.Auth.BearerToken); err != nil {
 		return nil, err
 	}
-	return &c, c.validate()
+	if file != "" {
+		data, err := readFile(file)
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, source{"config file " + file, data})
+	}
+	if s, err := envSource(env); err != nil {
+		return nil, err
+	} else if s != nil {
+		sources = append(sources, *s)
+	}
+	for _, ov := range o.Overrides {
+		data, err := parseOverride(ov)
+		if err != nil {
+			return nil, fmt.Errorf("-c %s: %w", ov, err)
+		}
+		sources = append(sources, source{"-c " + ov, data})
+	}
+
+	// Each layer alone must use known keys with the right types, so an
+	// error names the layer that has it.
+	for _, s := range sources {
+		var probe Config
+		if err := decode(s.data, &probe); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	k := koanf.New(delim)
+	if err := k.Load(confmap.Provider(flatten(def), delim), nil); err != nil {
+		return nil, fmt.Errorf("embedded defaults: %w", err)
+	}
+	for _, s := range sources {
+		if err := k.Load(confmap.Provider(flatten(s.data), delim), nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	raw := k.Raw()
+	c := &Config{File: file, raw: raw}
+	if err := decode(raw, c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := c.resolveSecrets(env); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", blame(sources, err), err)
+	}
+	return c, nil
 }
 
-// resolveSecret replaces a "${NAME}" reference with the environment
-// variable's value, so secrets need not be written into config files.
-func resolveSecret(key, v string) (string, error) {
-	if !strings.HasPrefix(v, "${") || !strings.HasSuffix(v, "}") {
-		return v, nil
+func envMap(environ []string) map[string]string {
+	if environ == nil {
+		environ = os.Environ()
 	}
-	name := v[2 : len(v)-1]
-	val, ok := os.LookupEnv(name)
-	if !ok || val == "" {
-		return "", fmt.Errorf("config: %s refers to the environment variable %s, which is not set", key, name)
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
 	}
-	return val, nil
+	return m
 }
 
-// parseValue reads an override's value as TOML, or as a plain string when
-// it is not TOML (so -c logging.level=debug needs no quotes).
+// findFile applies the lookup order: --config, $TROUPE_CONFIG, the user's
+// config file if it exists.
+func findFile(flag string, env map[string]string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if p := env["TROUPE_CONFIG"]; p != "" {
+		return p, nil
+	}
+	base := env["XDG_CONFIG_HOME"]
+	if base == "" {
+		if home := env["HOME"]; home != "" {
+			base = filepath.Join(home, ".config")
+		}
+	}
+	if base == "" {
+		return "", nil
+	}
+	p := filepath.Join(base, "troupe", "config.toml")
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	return "", nil
+}
+
+func readFile(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	var data map[string]any
+	if err := gotoml.Unmarshal(b, &data); err != nil {
+		var de *gotoml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, fmt.Errorf("config file %s:%d:%d: %s", path, row, col, de.Error())
+		}
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// envSource reads TROUPE_<TABLE>__<KEY>=value variables. Variables without
+// a double underscore (TROUPE_CONFIG, or a token such as TROUPE_TOKEN) are
+// not overrides.
+func envSource(env map[string]string) (*source, error) {
+	names := slices.Sorted(maps.Keys(env))
+	data := map[string]any{}
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, EnvPrefix)
+		if !ok || !strings.Contains(rest, "__") {
+			continue
+		}
+		parts := strings.Split(strings.ToLower(rest), "__")
+		if slices.Contains(parts, "") {
+			return nil, fmt.Errorf("environment %s: empty key part", name)
+		}
+		setPath(data, parts, parseValue(env[name]))
+	}
+	if len(data) == 0 {
+		return nil, nil
+	}
+	return &source{"environment (" + EnvPrefix + "…__…)", data}, nil
+}
+
+// parseOverride reads "key=value" as the TOML line "key = value", so keys
+// follow TOML's dotted-key rules (mcp."git.status".timeout_ms=5) and the
+// value is TOML; a value that is not TOML is taken as a string.
+func parseOverride(ov string) (map[string]any, error) {
+	key, val, ok := strings.Cut(ov, "=")
+	key = strings.TrimSpace(key)
+	if !ok || key == "" {
+		return nil, errors.New("want key=value")
+	}
+	var data map[string]any
+	if err := gotoml.Unmarshal([]byte(key+" = "+val), &data); err == nil {
+		return data, nil
+	}
+	quoted, _ := json.Marshal(val) // a JSON string is a valid TOML basic string
+	if err := gotoml.Unmarshal([]byte(key+" = "+string(quoted)), &data); err != nil {
+		return nil, fmt.Errorf("%q is not a valid key: %w", key, err)
+	}
+	return data, nil
+}
+
+// parseValue reads an environment value as TOML, or as a plain string.
 func parseValue(v string) any {
 	var doc struct{ V any }
 	if err := gotoml.Unmarshal([]byte("V = "+v), &doc); err == nil {
 		return doc.V
 	}
 	return v
+}
+
+func setPath(m map[string]any, path []string, v any) {
+	for _, p := range path[:len(path)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = v
+}
+
+// flatten turns nested tables into delim-joined keys for koanf.
+func flatten(m map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {
+				walk(prefix+k+delim, sub)
+				continue
+			}
+			out[prefix+k] = v
+		}
+	}
+	walk("", m)
+	return out
+}
+
+// decode fills v from data strictly: unknown keys and wrong types fail.
+func decode(data map[string]any, v any) error {
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		ErrorUnused: true,
+		Result:      v,
+		TagName:     "koanf",
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			exactInt,
+		),
+	})
+	if err != nil {
+		return err
+	}
+	return dec.Decode(data)
 }
 
 // exactInt lets TOML integers (int64) fill int fields without enabling weak
@@ -158,36 +418,86 @@ func exactInt(from, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
-func (c *Config) validate() error {
-	switch {
-	case c.Limits.MaxLineBytes < 1024:
-		return fmt.Errorf("config: limits.max_line_bytes must be at least 1024, got %d", c.Limits.MaxLineBytes)
-	case c.Limits.MaxInFlight < 1:
-		return fmt.Errorf("config: limits.max_in_flight must be at least 1, got %d", c.Limits.MaxInFlight)
-	case c.Limits.PageSize < 1:
-		return fmt.Errorf("config: limits.page_size must be at least 1, got %d", c.Limits.PageSize)
-	case c.Limits.CallTimeout <= 0:
-		return fmt.Errorf("config: limits.call_timeout must be positive, got %s", c.Limits.CallTimeout)
-	case c.Limits.ShutdownGrace < 0:
-		return fmt.Errorf("config: limits.shutdown_grace must not be negative, got %s", c.Limits.ShutdownGrace)
+// secretRef matches a ${NAME} reference.
+var secretRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// resolveSecrets replaces ${NAME} references in every string value. A
+// reference to a variable that is not set is an error naming key and
+// variable (never a value).
+func (c *Config) resolveSecrets(env map[string]string) error {
+	var firstErr error
+	resolve := func(key, v string) string {
+		return secretRef.ReplaceAllStringFunc(v, func(ref string) string {
+			name := ref[2 : len(ref)-1]
+			val, ok := env[name]
+			if !ok || val == "" {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("config: %s refers to the environment variable %s, which is not set", key, name)
+				}
+				return ""
+			}
+			c.Secrets = append(c.Secrets, val)
+			return val
+		})
 	}
-	switch {
-	case !strings.HasPrefix(c.HTTP.Path, "/") || c.HTTP.Path == "/healthz":
-		return fmt.Errorf("config: http.path must start with / and not be /healthz, got %q", c.HTTP.Path)
-	case c.HTTP.MaxSessions < 1:
-		return fmt.Errorf("config: http.max_sessions must be at least 1, got %d", c.HTTP.MaxSessions)
-	case c.HTTP.MaxBodyBytes < 1024:
-		return fmt.Errorf("config: http.max_body_bytes must be at least 1024, got %d", c.HTTP.MaxBodyBytes)
-	case c.HTTP.SessionIdleTimeout <= 0 || c.HTTP.ReadHeaderTimeout <= 0 || c.HTTP.ReadTimeout <= 0 ||
-		c.HTTP.WriteTimeout <= 0 || c.HTTP.KeepaliveInterval <= 0:
-		return fmt.Errorf("config: http timeouts and intervals must be positive")
-	case c.HTTP.StreamBufferEvents < 1 || c.HTTP.StreamBufferBytes < 1024:
-		return fmt.Errorf("config: http.stream_buffer_events must be at least 1 and http.stream_buffer_bytes at least 1024")
+	c.HTTP.Auth.BearerToken = resolve("http.auth.bearer_token", c.HTTP.Auth.BearerToken)
+	for name, t := range c.Mcp {
+		for k, v := range t.Env {
+			t.Env[k] = resolve(fmt.Sprintf("mcp.%q.env.%s", name, k), v)
+		}
+		for i, a := range t.Args {
+			t.Args[i] = resolve(fmt.Sprintf("mcp.%q.args[%d]", name, i), a)
+		}
 	}
-	switch c.Logging.Format {
-	case "text", "json":
-	default:
-		return fmt.Errorf("config: logging.format must be text or json, got %q", c.Logging.Format)
+	for name, s := range c.McpServers {
+		for k, v := range s.Env {
+			s.Env[k] = resolve(fmt.Sprintf("mcp_servers.%q.env.%s", name, k), v)
+		}
+		for k, v := range s.HTTPHeaders {
+			s.HTTPHeaders[k] = resolve(fmt.Sprintf("mcp_servers.%q.http_headers.%s", name, k), v)
+		}
 	}
-	return nil
+	return firstErr
+}
+
+// keyError is a validation error about one key, so Load can say which
+// layer set it.
+type keyError struct {
+	key []string // path of the key
+	msg string
+}
+
+func (e *keyError) Error() string { return e.msg }
+
+func errKey(path []string, format string, args ...any) error {
+	return &keyError{key: path, msg: fmt.Sprintf(format, args...)}
+}
+
+// blame names the last layer that set the key an error is about.
+func blame(sources []source, err error) string {
+	var ke *keyError
+	if errors.As(err, &ke) {
+		for i := len(sources) - 1; i >= 0; i-- {
+			if hasPath(sources[i].data, ke.key) {
+				return sources[i].name
+			}
+		}
+	}
+	return "config"
+}
+
+func hasPath(m map[string]any, path []string) bool {
+	for i, p := range path {
+		v, ok := m[p]
+		if !ok {
+			return false
+		}
+		if i == len(path)-1 {
+			return true
+		}
+		if m, ok = v.(map[string]any); !ok {
+			return false
+		}
+	}
+	return false
 }

@@ -9,17 +9,20 @@ import (
 // Overrides use Codex's -c syntax: the value is TOML when it parses as TOML
 // and a plain string otherwise.
 func ExampleLoad() {
-	cfg, err := config.Load([]string{"limits.call_timeout=30s", "logging.level=debug"})
+	cfg, err := config.Load(config.Options{
+		Overrides: []string{"limits.call_timeout=30s", "logging.level=debug"},
+		Environ:   []string{}, // no file, no environment overrides
+	})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(cfg.Limits.CallTimeout, cfg.Logging.Level)
 
-	_, err = config.Load([]string{"limits.calltimeout=30s"})
+	_, err = config.Load(config.Options{Overrides: []string{"limits.calltimeout=30s"}, Environ: []string{}})
 	fmt.Println(err)
 	// Output:
 	// 30s debug
-	// config: decoding failed due to the following error(s):
+	// -c limits.calltimeout=30s: decoding failed due to the following error(s):
 	//
 	// 'limits' has invalid keys: calltimeout
 }

@@ -46,6 +46,7 @@ const usage = `troupe: an MCP tool server
 
 Usage:
   troupe serve [flags]    serve MCP over stdin/stdout (or HTTP with --http)
+  troupe config check     validate the configuration and print it, secrets masked
   troupe version          print the version
   troupe help             show this help
 
@@ -60,6 +61,8 @@ func run(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdin, stdout, stderr)
+	case "config":
+		return configCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "troupe", buildVersion())
 		return 0
@@ -90,7 +93,8 @@ func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	workspace := fs.String("workspace", "", "root directory every file tool is confined to (default: the current directory)")
+	workspace := fs.String("workspace", "", "root directory every file tool is confined to (default: server.workspace, else the current directory)")
+	configFile := fs.String("config", "", "config file (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
 	logLevel := fs.String("log-level", "", "log level: debug, info, warn, error (default from config: info)")
 	logFormat := fs.String("log-format", "", "log format: text or json (default from config: text)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8080)")
@@ -109,7 +113,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		fmt.Fprintf(stderr, "troupe serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	cfg, err := config.Load(overrides)
+	cfg, err := config.Load(config.Options{File: *configFile, Overrides: overrides})
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return 2
@@ -157,6 +161,9 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	}
 
 	dir := *workspace
+	if dir == "" {
+		dir = cfg.Server.Workspace
+	}
 	if dir == "" {
 		if dir, err = os.Getwd(); err != nil {
 			log.Error("cannot determine the current directory", "err", err)
@@ -270,3 +277,36 @@ func (w warnOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (w warnOnly) WithGroup(name string) slog.Handler { return warnOnly{w.Handler.WithGroup(name)} }
+
+// configCommand is "troupe config check [--config PATH] [-c key=value]...":
+// it loads the configuration as serve would, and prints the effective
+// result with secrets masked, or the first problem found.
+func configCommand(args []string, stdout, stderr *os.File) int {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprintln(stderr, "usage: troupe config check [--config PATH] [-c key=value]...")
+		return 2
+	}
+	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "config file (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
+	var overrides multiFlag
+	fs.Var(&overrides, "c", "override a config key: -c key=value; repeatable")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg, err := config.Load(config.Options{File: *configFile, Overrides: overrides})
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return 1
+	}
+	out, err := cfg.Effective()
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return 1
+	}
+	_, _ = stdout.Write(out)
+	return 0
+}

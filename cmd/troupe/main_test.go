@@ -67,3 +67,30 @@ func TestLoopbackAddress(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(file, []byte("[http.auth]\nbearer_token = \"${CHECK_TOKEN}\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CHECK_TOKEN", "very-secret-value")
+	stdout, stderr := tempFile(t, dir, "out"), tempFile(t, dir, "err")
+	if code := run([]string{"config", "check", "--config", file, "-c", "limits.page_size=9"}, strings.NewReader(""), stdout, stderr); code != 0 {
+		errText, _ := os.ReadFile(stderr.Name())
+		t.Fatalf("exit %d: %s", code, errText)
+	}
+	out, _ := os.ReadFile(stdout.Name())
+	if strings.Contains(string(out), "very-secret-value") || !strings.Contains(string(out), "${CHECK_TOKEN}") ||
+		!strings.Contains(string(out), "page_size = 9") {
+		t.Fatalf("config check output:\n%s", out)
+	}
+	stdout, stderr = tempFile(t, dir, "out"), tempFile(t, dir, "err")
+	if code := run([]string{"config", "check", "-c", "limits.page_size=0"}, strings.NewReader(""), stdout, stderr); code != 1 {
+		t.Fatalf("invalid config: exit %d", code)
+	}
+	errText, _ := os.ReadFile(stderr.Name())
+	if !strings.Contains(string(errText), "limits.page_size") {
+		t.Fatalf("stderr: %s", errText)
+	}
+}

@@ -1,0 +1,190 @@
+package config
+
+import (
+	"encoding/json"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+)
+
+// validate checks values the types cannot express. Every error names its
+// key.
+func (c *Config) validate() error {
+	l := c.Limits
+	switch {
+	case l.MaxLineBytes < 1024:
+		return errKey(p("limits", "max_line_bytes"), "limits.max_line_bytes must be at least 1024, got %d", l.MaxLineBytes)
+	case l.MaxInFlight < 1:
+		return errKey(p("limits", "max_in_flight"), "limits.max_in_flight must be at least 1, got %d", l.MaxInFlight)
+	case l.PageSize < 1:
+		return errKey(p("limits", "page_size"), "limits.page_size must be at least 1, got %d", l.PageSize)
+	case l.CallTimeout <= 0:
+		return errKey(p("limits", "call_timeout"), "limits.call_timeout must be positive, got %s", l.CallTimeout)
+	case l.ShutdownGrace < 0:
+		return errKey(p("limits", "shutdown_grace"), "limits.shutdown_grace must not be negative, got %s", l.ShutdownGrace)
+	}
+	switch c.Logging.Format {
+	case "text", "json":
+	default:
+		return errKey(p("logging", "format"), "logging.format must be text or json, got %q", c.Logging.Format)
+	}
+	switch strings.ToLower(c.Logging.Level) {
+	case "debug", "info", "warn", "warning", "error":
+	default:
+		return errKey(p("logging", "level"), "logging.level must be debug, info, warn or error, got %q", c.Logging.Level)
+	}
+	if err := c.validateHTTP(); err != nil {
+		return err
+	}
+	for _, list := range []struct {
+		key      string
+		patterns []string
+	}{{"allow", c.Tools.Allow}, {"deny", c.Tools.Deny}} {
+		for _, pat := range list.patterns {
+			if _, err := path.Match(pat, ""); err != nil || pat == "" {
+				return errKey(p("tools", list.key), "tools.%s: %q is not a valid glob", list.key, pat)
+			}
+		}
+	}
+	for _, d := range c.Docs.AllowedDomains {
+		host := strings.TrimPrefix(d, "*.")
+		if host == "" || strings.ContainsAny(host, "/:*@ ") {
+			return errKey(p("docs", "allowed_domains"), "docs.allowed_domains: %q is not a host name or *.suffix", d)
+		}
+	}
+	for name, t := range c.Mcp {
+		if err := t.validate(name); err != nil {
+			return err
+		}
+	}
+	for name, s := range c.McpServers {
+		if err := s.validate(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateHTTP() error {
+	h := c.HTTP
+	switch {
+	case !strings.HasPrefix(h.Path, "/") || h.Path == "/healthz":
+		return errKey(p("http", "path"), "http.path must start with / and not be /healthz, got %q", h.Path)
+	case h.MaxSessions < 1:
+		return errKey(p("http", "max_sessions"), "http.max_sessions must be at least 1, got %d", h.MaxSessions)
+	case h.MaxBodyBytes < 1024:
+		return errKey(p("http", "max_body_bytes"), "http.max_body_bytes must be at least 1024, got %d", h.MaxBodyBytes)
+	case h.StreamBufferEvents < 1:
+		return errKey(p("http", "stream_buffer_events"), "http.stream_buffer_events must be at least 1, got %d", h.StreamBufferEvents)
+	case h.StreamBufferBytes < 1024:
+		return errKey(p("http", "stream_buffer_bytes"), "http.stream_buffer_bytes must be at least 1024, got %d", h.StreamBufferBytes)
+	}
+	for key, d := range map[string]time.Duration{
+		"session_idle_timeout": h.SessionIdleTimeout, "read_header_timeout": h.ReadHeaderTimeout,
+		"read_timeout": h.ReadTimeout, "write_timeout": h.WriteTimeout, "keepalive_interval": h.KeepaliveInterval,
+	} {
+		if d <= 0 {
+			return errKey(p("http", key), "http.%s must be positive", key)
+		}
+	}
+	for _, o := range h.AllowedOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+			return errKey(p("http", "allowed_origins"), "http.allowed_origins: %q is not an origin like https://host[:port]", o)
+		}
+	}
+	return nil
+}
+
+func (t CommandTool) validate(name string) error {
+	key := func(k string) []string { return p("mcp", name, k) }
+	switch {
+	case name == "" || len(name) > 128 || strings.IndexFunc(name, badNameRune) >= 0:
+		return errKey(p("mcp", name), "mcp.%q: a tool name is 1 to 128 of A-Z a-z 0-9 _ - .", name)
+	case strings.TrimSpace(t.Command) == "":
+		return errKey(key("command"), "mcp.%q.command is required", name)
+	case t.TimeoutMs < 0:
+		return errKey(key("timeout_ms"), "mcp.%q.timeout_ms must not be negative", name)
+	}
+	switch t.SandboxProfile {
+	case "", "default", "seatbelt", "none":
+	default:
+		return errKey(key("sandbox_profile"), "mcp.%q.sandbox_profile must be default, seatbelt or none, got %q", name, t.SandboxProfile)
+	}
+	for _, f := range []struct {
+		k string
+		v any
+	}{{"input_schema", t.InputSchema}, {"output_schema", t.OutputSchema}} {
+		if _, err := schemaJSON(f.v); err != nil {
+			return errKey(key(f.k), "mcp.%q.%s: %v", name, f.k, err)
+		}
+	}
+	return nil
+}
+
+// InputSchemaJSON is the tool's input schema as JSON, nil when not set.
+func (t CommandTool) InputSchemaJSON() json.RawMessage { b, _ := schemaJSON(t.InputSchema); return b }
+
+// OutputSchemaJSON is the tool's output schema as JSON, nil when not set.
+func (t CommandTool) OutputSchemaJSON() json.RawMessage { b, _ := schemaJSON(t.OutputSchema); return b }
+
+// schemaJSON accepts a schema as an inline table or as JSON text, and
+// requires a JSON object with "type": "object" at its root.
+func schemaJSON(v any) (json.RawMessage, error) {
+	var b []byte
+	switch s := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		b = []byte(s)
+	case map[string]any:
+		var err error
+		if b, err = json.Marshal(s); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errString("must be an inline table or a JSON string")
+	}
+	var root map[string]any
+	if err := json.Unmarshal(b, &root); err != nil {
+		return nil, errString("is not a JSON object: " + err.Error())
+	}
+	if root["type"] != "object" {
+		return nil, errString(`must have "type": "object" at its root`)
+	}
+	return b, nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func (s McpServer) validate(name string) error {
+	key := func(k string) []string { return p("mcp_servers", name, k) }
+	hasCmd, hasURL := strings.TrimSpace(s.Command) != "", s.URL != ""
+	switch {
+	case name == "" || strings.IndexFunc(name, badNameRune) >= 0:
+		return errKey(p("mcp_servers", name), "mcp_servers.%q: a server name is A-Z a-z 0-9 _ - .", name)
+	case hasCmd == hasURL:
+		return errKey(p("mcp_servers", name), "mcp_servers.%q needs exactly one of command (stdio) or url (streamable HTTP)", name)
+	case s.StartupTimeoutSec < 0 || s.StartupTimeoutMs < 0 || s.ToolTimeoutSec < 0:
+		return errKey(p("mcp_servers", name), "mcp_servers.%q: timeouts must not be negative", name)
+	}
+	if hasURL {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errKey(key("url"), "mcp_servers.%q.url must be an http(s) URL, got %q", name, s.URL)
+		}
+	}
+	if hasCmd && (s.BearerTokenEnvVar != "" || len(s.HTTPHeaders) > 0) {
+		return errKey(p("mcp_servers", name), "mcp_servers.%q: bearer_token_env_var and http_headers apply to url servers only", name)
+	}
+	return nil
+}
+
+func badNameRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+}
+
+func p(parts ...string) []string { return parts }
