@@ -337,3 +337,17 @@ func (w *lockedWriter) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+func TestDeniedToolsAreInvisibleAndUncallable(t *testing.T) {
+	fx := newFixture(t)
+	s := startServer(t, fx.dir, "-c", `tools.deny=["repo.rip*"]`)
+	s.initialize("2025-06-18")
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	m := s.recv()
+	b, _ := json.Marshal(m["result"])
+	if strings.Contains(string(b), "repo.ripgrep") || !strings.Contains(string(b), "repo.readFile") {
+		t.Fatalf("tools/list with repo.rip* denied: %s", b)
+	}
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"repo.ripgrep","arguments":{"query":"x"}}}`)
+	assertToolError(t, s.recv(), "repo.ripgrep")
+}

@@ -177,7 +177,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	}
 	defer ws.Close()
 
-	registry, err := tools.NewRegistry(repo.Tools(ws, repo.Options{})...)
+	registry, err := buildRegistry(cfg, ws, log)
 	if err != nil {
 		log.Error("cannot build the tool registry", "err", err)
 		return 1
@@ -309,4 +309,27 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 	}
 	_, _ = stdout.Write(out)
 	return 0
+}
+
+// buildRegistry registers every tool troupe serves, with where it comes
+// from, applies [tools] allow/deny, and warns about names Codex would
+// change.
+func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) (*tools.Registry, error) {
+	var regs []tools.Registration
+	for _, t := range repo.Tools(ws, repo.Options{}) {
+		regs = append(regs, tools.Registration{Tool: t, Source: "first-party"})
+	}
+	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, reg.Len())
+	page, _ := reg.Page(0, reg.Len())
+	for _, t := range page {
+		names = append(names, t.Name)
+	}
+	for _, w := range tools.CodexNameWarnings(cfg.Server.Name, names) {
+		log.Warn("tool name: " + w)
+	}
+	return reg, nil
 }
