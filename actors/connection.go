@@ -19,15 +19,16 @@ import (
 // the session child. It lives until its session has ended and every
 // message the session sent has been written.
 type connection struct {
-	in      io.Reader
-	out     io.WriteCloser
-	opts    *hostOptions
-	log     *slog.Logger
-	done    chan struct{} // closed when the actor has stopped
-	stream  *framing.Stream
-	rpc     *jsonrpc2.Conn
-	session *actor.PID
-	drained bool
+	in          io.Reader
+	out         io.WriteCloser
+	opts        *hostOptions
+	sessionOpts SessionOptions // copied at spawn: the server's current options
+	log         *slog.Logger
+	done        chan struct{} // closed when the actor has stopped
+	stream      *framing.Stream
+	rpc         *jsonrpc2.Conn
+	session     *actor.PID
+	drained     bool
 }
 
 // sessionName is the session child's name: its PID is the connection's
@@ -60,6 +61,8 @@ func (c *connection) Receive(ctx actor.Context) {
 		c.drain(ctx)
 	case *Drain:
 		c.drain(ctx)
+	case *registryChanged:
+		ctx.Send(c.session, msg)
 	case *actor.Terminated:
 		if msg.Who.Equal(c.session) {
 			ctx.Send(ctx.Self(), &closeOutput{})
@@ -80,7 +83,7 @@ func (c *connection) Receive(ctx actor.Context) {
 func (c *connection) start(ctx actor.Context) {
 	c.stream = framing.New(c.in, c.out, framing.Options{MaxLineBytes: c.opts.maxLineBytes, Logger: c.log})
 	var err error
-	c.session, err = ctx.SpawnNamed(actor.PropsFromProducer(newSession(c.opts.session, c.log, c.opts.exec),
+	c.session, err = ctx.SpawnNamed(actor.PropsFromProducer(newSession(c.sessionOpts, c.log, c.opts.exec),
 		actor.WithReceiverMiddleware(capturePanics)), sessionName)
 	if err != nil {
 		panic(fmt.Errorf("spawn session: %w", err)) // a fresh connection has no children: cannot happen

@@ -51,6 +51,34 @@ func newClient(t *testing.T, o Options, ts ...tools.Tool) *client {
 		o.Logger = testLogger(t)
 	}
 	host := NewHost(o)
+	c := attachClient(t, host)
+	t.Cleanup(func() {
+		c.closeInput()
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			t.Error("connection did not end after its input closed")
+		}
+		if !host.Close(5 * time.Second) {
+			t.Error("tool goroutines still running after Close")
+		}
+	})
+	return c
+}
+
+// newClientOnHost serves another stdio-like client on an existing host.
+func newClientOnHost(t *testing.T, host *Host) *client {
+	t.Helper()
+	c := attachClient(t, host)
+	t.Cleanup(func() {
+		c.closeInput()
+		<-c.done
+	})
+	return c
+}
+
+func attachClient(t *testing.T, host *Host) *client {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, lines: make(chan string, 1024), host: host}
@@ -67,17 +95,6 @@ func newClient(t *testing.T, o Options, ts ...tools.Tool) *client {
 			c.lines <- sc.Text()
 		}
 	}()
-	t.Cleanup(func() {
-		c.closeInput()
-		select {
-		case <-c.done:
-		case <-time.After(10 * time.Second):
-			t.Error("connection did not end after its input closed")
-		}
-		if !host.Close(5 * time.Second) {
-			t.Error("tool goroutines still running after Close")
-		}
-	})
 	return c
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"troupe/protocol/framing"
+	"troupe/tools"
 )
 
 // Options configure a Host. The zero value serves an empty tool registry
@@ -91,6 +92,13 @@ func (h *Host) ServeStream(in io.Reader, out io.WriteCloser) (*Conn, error) {
 	}
 	c.pid = res.(*actor.PID)
 	return c, nil
+}
+
+// SetRegistry makes reg the tool set of every session, current and new.
+// Calls already running finish with the tools they started with; sessions
+// whose visible tool list changed get notifications/tools/list_changed.
+func (h *Host) SetRegistry(reg *tools.Registry) {
+	h.system.Root.Send(h.server, &registryChanged{registry: reg})
 }
 
 // Drain starts a graceful shutdown of every connection.

@@ -19,9 +19,10 @@ import (
 // anything else to the standalone stream a GET opened. It owns the session's
 // streams, its idle timer and its negotiated-version mirror.
 type httpConn struct {
-	handle *HTTPSession
-	opts   *hostOptions
-	log    *slog.Logger
+	handle      *HTTPSession
+	opts        *hostOptions
+	sessionOpts SessionOptions // copied at spawn: the server's current options
+	log         *slog.Logger
 
 	session    *actor.PID
 	posts      map[jsonrpc2.ID]*postStream // open POST streams by request id
@@ -111,6 +112,8 @@ func (c *httpConn) Receive(ctx actor.Context) {
 			c.drained = true
 			ctx.Send(c.session, msg)
 		}
+	case *registryChanged:
+		ctx.Send(c.session, msg)
 	case *idleCheck:
 		c.checkIdle(ctx)
 	case *actor.Terminated:
@@ -140,7 +143,7 @@ func (c *httpConn) Receive(ctx actor.Context) {
 func (c *httpConn) start(ctx actor.Context) {
 	c.log = c.log.With("http_session", c.handle.id[:8])
 	var err error
-	c.session, err = ctx.SpawnNamed(actor.PropsFromProducer(newSession(c.opts.session, c.log, c.opts.exec),
+	c.session, err = ctx.SpawnNamed(actor.PropsFromProducer(newSession(c.sessionOpts, c.log, c.opts.exec),
 		actor.WithReceiverMiddleware(capturePanics)), sessionName)
 	if err != nil {
 		panic(err) // a fresh actor has no children: cannot happen

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"troupe/tools"
 )
 
 // server is the top of troupe's actor tree: it starts every connection and
@@ -18,6 +20,7 @@ import (
 // server's own map forgets a session the moment it ends.
 type server struct {
 	opts     *hostOptions
+	session  SessionOptions // for new sessions; its Registry follows registryChanged
 	log      *slog.Logger
 	guardian *sessionGuardian
 	live     map[string]*actor.PID // connections and HTTP sessions, by PID id
@@ -41,6 +44,10 @@ type stopAll struct{}
 // allStopped answers stopAll.
 type allStopped struct{}
 
+// registryChanged carries a new tool registry from Host.SetRegistry through
+// the server and connections to every session.
+type registryChanged struct{ registry *tools.Registry }
+
 // ended is sent to the server by a connection or HTTP session as it stops.
 type ended struct{ id string }
 
@@ -50,13 +57,19 @@ func (s *server) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.live = map[string]*actor.PID{}
 		s.opts.server = ctx.Self()
+		s.session = s.opts.session
+	case *registryChanged:
+		s.session.Registry = msg.registry
+		for _, pid := range s.live {
+			ctx.Send(pid, msg)
+		}
 	case *serveStream:
 		ctx.Respond(s.spawn(ctx, "conn", func() actor.Actor {
-			return &connection{in: msg.in, out: msg.out, opts: s.opts, log: s.log, done: msg.done}
+			return &connection{in: msg.in, out: msg.out, opts: s.opts, sessionOpts: s.session, log: s.log, done: msg.done}
 		}))
 	case *serveHTTP:
 		ctx.Respond(s.spawn(ctx, "http", func() actor.Actor {
-			return &httpConn{handle: msg.handle, opts: s.opts, log: s.log}
+			return &httpConn{handle: msg.handle, opts: s.opts, sessionOpts: s.session, log: s.log}
 		}))
 	case *Drain:
 		for _, pid := range s.live {

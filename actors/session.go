@@ -125,6 +125,7 @@ type inflight struct {
 // table of calls in flight, keyed by request id.
 type session struct {
 	opts        SessionOptions
+	registry    *tools.Registry // the tools this session sees now; calls keep the one they started with
 	log         *slog.Logger
 	id          string
 	phase       phase
@@ -149,12 +150,13 @@ func newSession(opts SessionOptions, log *slog.Logger, exec *executorDeps) actor
 	return func() actor.Actor {
 		id := newSessionID()
 		return &session{
-			opts:    opts,
-			id:      id,
-			log:     log.With("session", id),
-			level:   opts.DefaultLogLevel,
-			limiter: rate.NewLimiter(opts.LogRate, 2*int(opts.LogRate)),
-			exec:    exec,
+			opts:     opts,
+			id:       id,
+			log:      log.With("session", id),
+			level:    opts.DefaultLogLevel,
+			registry: opts.Registry,
+			limiter:  rate.NewLimiter(opts.LogRate, 2*int(opts.LogRate)),
+			exec:     exec,
 		}
 	}
 }
@@ -181,6 +183,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.notice(msg)
 	case *Drain:
 		s.drain(ctx, msg.Grace)
+	case *registryChanged:
+		s.toolsChanged(msg.registry)
 	case *drainDeadline:
 		s.stopRemaining(ctx)
 	case *actor.Terminated:
@@ -320,12 +324,12 @@ func (s *session) listTools(ctx actor.Context, req *jsonrpc2.Request) {
 	offset := 0
 	if p.Cursor != nil {
 		var ok bool
-		if offset, ok = parseCursor(*p.Cursor, s.opts.Registry.Len()); !ok {
+		if offset, ok = parseCursor(*p.Cursor, s.registry.Len()); !ok {
 			s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: unknown cursor")
 			return
 		}
 	}
-	page, more := s.opts.Registry.Page(offset, s.opts.PageSize)
+	page, more := s.registry.Page(offset, s.opts.PageSize)
 	for i := range page {
 		page[i] = protocol.ShapeTool(s.version, page[i])
 	}
@@ -390,7 +394,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	}
 	inv := &invocation{
 		id: req.ID, tool: p.Name, args: p.Arguments,
-		registry: s.opts.Registry, timeout: s.opts.CallTimeout,
+		registry: s.registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
 	}
 	call.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return inv },
@@ -598,11 +602,25 @@ func (s *session) notice(n *toolNotice) {
 // notify sends a notification to the client; related is the request it
 // belongs to (HTTP sends it on that request's stream), nil for none.
 func (s *session) notify(method string, params any, related *jsonrpc2.ID) {
-	b, err := json.Marshal(params)
-	if err != nil {
-		s.log.Error("encoding notification", "method", method, "err", err)
-		return
+	req := &jsonrpc2.Request{Method: method, Notif: true}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			s.log.Error("encoding notification", "method", method, "err", err)
+			return
+		}
+		raw := json.RawMessage(b)
+		req.Params = &raw
 	}
-	raw := json.RawMessage(b)
-	s.root.Send(s.parent, &Outbound{Message: &jsonrpc2.Request{Method: method, Params: &raw, Notif: true}, Related: related})
+	s.root.Send(s.parent, &Outbound{Message: req, Related: related})
+}
+
+// toolsChanged swaps the session's registry. Calls in flight keep the one
+// they started with; the client is told when the list it sees changed.
+func (s *session) toolsChanged(reg *tools.Registry) {
+	old := s.registry
+	s.registry = reg
+	if s.phase == initialized && !reg.SameTools(old) {
+		s.notify(protocol.NotificationToolsListChanged, nil, nil)
+	}
 }

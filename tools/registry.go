@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -16,8 +17,9 @@ import (
 // *Registry and swap it whole when the tool set changes, so a call always
 // runs against one consistent set. The zero value is an empty registry.
 type Registry struct {
-	entries []*Entry
-	byName  map[string]*Entry
+	entries     []*Entry
+	byName      map[string]*Entry
+	fingerprint [32]byte // hash of what tools/list shows, to tell whether a new registry differs
 }
 
 // Entry is a registered tool with its compiled input schema.
@@ -63,7 +65,26 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 		r.byName[spec.Name] = e
 	}
 	slices.SortFunc(r.entries, func(a, b *Entry) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	h := sha256.New()
+	for _, e := range r.entries {
+		b, err := json.Marshal(e.wire)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", e.spec.Name, err)
+		}
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	h.Sum(r.fingerprint[:0])
 	return r, nil
+}
+
+// SameTools reports whether other shows clients exactly the same tools
+// (names, descriptions, schemas, annotations, _meta).
+func (r *Registry) SameTools(other *Registry) bool {
+	if r == nil || other == nil {
+		return r.Len() == 0 && other.Len() == 0
+	}
+	return r.fingerprint == other.fingerprint
 }
 
 // checkName applies the 2025-11-25 naming rules (SEP-986).
