@@ -23,6 +23,7 @@ type stdioServer struct {
 	stdin  io.WriteCloser
 	lines  chan string
 	stderr *strings.Builder
+	errw   *lockedWriter
 	exited chan error
 }
 
@@ -40,7 +41,8 @@ func startServer(t *testing.T, workspace string, extra ...string) *stdioServer {
 	}
 	s := &stdioServer{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 256),
 		stderr: &strings.Builder{}, exited: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter{b: s.stderr}
+	s.errw = &lockedWriter{b: s.stderr}
+	cmd.Stderr = s.errw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -353,3 +355,6 @@ func TestDeniedToolsAreInvisibleAndUncallable(t *testing.T) {
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"repo.ripgrep","arguments":{"query":"x"}}}`)
 	assertToolError(t, s.recv(), "repo.ripgrep")
 }
+
+// stderrText is the server's log so far.
+func (s *stdioServer) stderrText() string { return s.errw.String() }

@@ -18,6 +18,9 @@ import (
 // Options choose the log's level and format.
 type Options struct {
 	Level  string // debug, info, warn, error
+	// Var, when set, receives Level and is the handler's level, so the
+	// level can change while troupe runs (config reload).
+	Var *slog.LevelVar
 	Format string // text or json
 	// NoColor forces plain text even on a terminal.
 	NoColor bool
@@ -34,9 +37,14 @@ func ParseLevel(s string) (slog.Level, error) {
 
 // New returns a handler writing to w at the given level.
 func New(w io.Writer, o Options) (slog.Handler, error) {
-	level, err := ParseLevel(o.Level)
+	parsed, err := ParseLevel(o.Level)
 	if err != nil {
 		return nil, err
+	}
+	var level slog.Leveler = parsed
+	if o.Var != nil {
+		o.Var.Set(parsed)
+		level = o.Var
 	}
 	switch o.Format {
 	case "json":

@@ -89,7 +89,7 @@ type Handler struct {
 	host  *actors.Host
 	opts  Options
 	log   *slog.Logger
-	token [32]byte // sha256 of the bearer token; compared in constant time
+	token atomic.Pointer[[32]byte] // sha256 of the bearer token (nil: no auth); compared in constant time
 
 	mu       sync.Mutex
 	sessions map[string]*actors.HTTPSession
@@ -100,10 +100,19 @@ type Handler struct {
 func New(host *actors.Host, opts Options) *Handler {
 	opts = opts.withDefaults()
 	h := &Handler{host: host, opts: opts, log: opts.Logger, sessions: map[string]*actors.HTTPSession{}}
-	if opts.BearerToken != "" {
-		h.token = sha256.Sum256([]byte(opts.BearerToken))
-	}
+	h.SetBearerToken(opts.BearerToken)
 	return h
+}
+
+// SetBearerToken changes the token later requests must carry ("" turns
+// authentication off). Sessions stay bound to the token that created them.
+func (h *Handler) SetBearerToken(token string) {
+	if token == "" {
+		h.token.Store(nil)
+		return
+	}
+	sum := sha256.Sum256([]byte(token))
+	h.token.Store(&sum)
 }
 
 // Sessions is the number of live sessions.
@@ -163,7 +172,8 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 // authenticate checks the bearer token when one is configured, and returns
 // the credential a session is bound to.
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) ([32]byte, bool) {
-	if h.opts.BearerToken == "" {
+	want := h.token.Load()
+	if want == nil {
 		return [32]byte{}, true
 	}
 	auth := r.Header.Get("Authorization")
@@ -174,7 +184,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) ([32]byte
 		return [32]byte{}, false
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	if subtle.ConstantTimeCompare(got[:], h.token[:]) != 1 {
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="troupe", error="invalid_token"`)
 		h.refuse(w, http.StatusUnauthorized, "invalid bearer token")
 		return [32]byte{}, false

@@ -113,7 +113,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		fmt.Fprintf(stderr, "troupe serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	cfg, err := config.Load(config.Options{File: *configFile, Overrides: overrides})
+	loadOpts := config.Options{File: *configFile, Overrides: overrides}
+	cfg, err := config.Load(loadOpts)
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return 2
@@ -139,7 +140,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		cfg.HTTP.Auth.BearerToken = tok
 	}
 	serveStdio := cfg.HTTP.Listen == "" || *withStdio
-	handler, err := logging.New(stderr, logging.Options{Level: cfg.Logging.Level, Format: cfg.Logging.Format})
+	var level slog.LevelVar
+	handler, err := logging.New(stderr, logging.Options{Level: cfg.Logging.Level, Format: cfg.Logging.Format, Var: &level})
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return 2
@@ -230,6 +232,44 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			return 1
 		}
 	}
+
+	// Reload on edits of the config file and on SIGHUP. Flags given on the
+	// command line keep winning: they are re-applied to each reload.
+	flagsOver := func(c *config.Config) {
+		if *logLevel != "" {
+			c.Logging.Level = *logLevel
+		}
+		if *tokenEnv != "" {
+			c.HTTP.Auth.BearerToken = cfg.HTTP.Auth.BearerToken
+		}
+	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	watcher := config.NewWatcher(cfg, loadOpts, 0, func(next *config.Config) {
+		flagsOver(next)
+		applyReload(cfg, next, ws, host, web, &level, log)
+	}, func(err error) {
+		log.Error("config reload failed; keeping the last good configuration", "err", err)
+	})
+	go func() {
+		if err := watcher.Run(watchCtx); err != nil {
+			log.Warn("config file is not watched; SIGHUP still reloads", "err", err)
+		}
+	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				log.Info("SIGHUP: reloading the configuration")
+				watcher.Reload()
+			case <-watchCtx.Done():
+				return
+			}
+		}
+	}()
 
 	select {
 	case <-stdioDone: // nil, never ready, when not serving stdio
@@ -332,4 +372,29 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) 
 		log.Warn("tool name: " + w)
 	}
 	return reg, nil
+}
+
+// applyReload puts a reloaded configuration into force: the tool registry
+// (sessions get list_changed when their list changes; calls in flight keep
+// theirs), the log level and the HTTP bearer token. Keys that only take
+// effect at start are reported, not applied.
+func applyReload(cur, next *config.Config, ws *sandbox.Workspace, host *actors.Host, web *httpFront,
+	level *slog.LevelVar, log *slog.Logger) {
+	reg, err := buildRegistry(next, ws, log)
+	if err != nil {
+		log.Error("config reload: the new tool set is invalid; keeping the last good configuration", "err", err)
+		return
+	}
+	host.SetRegistry(reg)
+	if l, err := logging.ParseLevel(next.Logging.Level); err == nil {
+		level.Set(l)
+	}
+	if web != nil {
+		web.handler.SetBearerToken(next.HTTP.Auth.BearerToken)
+	}
+	if next.Limits != cur.Limits || next.HTTP.Listen != cur.HTTP.Listen || next.HTTP.Path != cur.HTTP.Path ||
+		next.Server.Workspace != cur.Server.Workspace || next.Logging.Format != cur.Logging.Format {
+		log.Warn("config reload: [limits], http.listen, http.path, server.workspace and logging.format take effect at the next start")
+	}
+	log.Info("configuration reloaded", "tools", reg.Len())
 }

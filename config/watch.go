@@ -1,0 +1,90 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Watcher reloads the configuration when its file changes. It watches the
+// file's directory, not the file: editors that save by writing a new file
+// and renaming it over the old one (or by moving the old one away first)
+// replace the inode a file watch would follow. koanf's own watcher stops
+// for good on such a save; this one does not.
+type Watcher struct {
+	opts     Options
+	file     string
+	debounce time.Duration
+	apply    func(*Config)
+	fail     func(error)
+	reload   chan struct{}
+}
+
+// NewWatcher prepares to reload with opts (the same options the first Load
+// used) whenever cfg.File changes or Reload is called. apply gets each new
+// configuration that loads and validates; fail gets the error of one that
+// does not (the last good one stays in force). debounce merges the bursts
+// of events one save makes (0: 200 ms).
+func NewWatcher(cfg *Config, opts Options, debounce time.Duration, apply func(*Config), fail func(error)) *Watcher {
+	if debounce <= 0 {
+		debounce = 200 * time.Millisecond
+	}
+	if cfg.File != "" {
+		opts.File = cfg.File // keep reading the file that was found at start
+	}
+	return &Watcher{opts: opts, file: cfg.File, debounce: debounce, apply: apply, fail: fail,
+		reload: make(chan struct{}, 1)}
+}
+
+// Reload asks for a reload now (SIGHUP).
+func (w *Watcher) Reload() {
+	select {
+	case w.reload <- struct{}{}:
+	default:
+	}
+}
+
+// Run watches until ctx ends. Without a config file it only serves Reload.
+func (w *Watcher) Run(ctx context.Context) error {
+	var events chan fsnotify.Event
+	var errs chan error
+	if w.file != "" {
+		fw, err := fsnotify.NewWatcher()
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", w.file, err)
+		}
+		defer fw.Close()
+		if err := fw.Add(filepath.Dir(w.file)); err != nil {
+			return fmt.Errorf("watch %s: %w", w.file, err)
+		}
+		events, errs = fw.Events, fw.Errors
+	}
+	name := filepath.Clean(w.file)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-events:
+			if filepath.Clean(ev.Name) == name && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename|fsnotify.Remove) != 0 {
+				timer.Reset(w.debounce)
+			}
+		case err := <-errs:
+			w.fail(fmt.Errorf("watching %s: %w", w.file, err))
+		case <-w.reload:
+			timer.Reset(0)
+		case <-timer.C:
+			cfg, err := Load(w.opts)
+			if err != nil {
+				w.fail(err) // e.g. the file is half-written or gone for a moment: the next event retries
+				continue
+			}
+			w.apply(cfg)
+		}
+	}
+}
