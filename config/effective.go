@@ -93,3 +93,18 @@ func IsSecretName(name string) bool {
 	return strings.HasSuffix(n, "_TOKEN") || strings.HasSuffix(n, "_KEY") || strings.HasSuffix(n, "_SECRET") ||
 		strings.Contains(n, "PASSWORD") || n == "TOKEN" || n == "AUTHORIZATION"
 }
+
+// RawString is a string value as configured, before "${NAME}" references
+// are resolved ("" when absent).
+func (c *Config) RawString(path ...string) string {
+	var v any = c.raw
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		v = m[p]
+	}
+	s, _ := v.(string)
+	return s
+}

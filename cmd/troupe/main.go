@@ -47,6 +47,8 @@ const usage = `troupe: an MCP tool server
 Usage:
   troupe serve [flags]    serve MCP over stdin/stdout (or HTTP with --http)
   troupe config check     validate the configuration and print it, secrets masked
+  troupe tools [--json]   list the tools troupe serves, with their metadata
+  troupe codex-config     print the [mcp_servers.troupe] block for ~/.codex/config.toml
   troupe version          print the version
   troupe help             show this help
 
@@ -63,6 +65,10 @@ func run(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		return serve(args[1:], stdin, stdout, stderr)
 	case "config":
 		return configCommand(args[1:], stdout, stderr)
+	case "tools":
+		return toolsCommand(args[1:], stdout, stderr)
+	case "codex-config":
+		return codexConfigCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "troupe", buildVersion())
 		return 0
@@ -356,8 +362,19 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 // change.
 func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) (*tools.Registry, error) {
 	var regs []tools.Registration
+	firstParty := map[string]any{
+		tools.MetaRequiresApproval: false,
+		tools.MetaSandboxProfile:   "none", // in-process, confined to the workspace by os.Root
+		tools.MetaDefaultTimeoutMs: cfg.Limits.CallTimeout.Milliseconds(),
+		tools.MetaAllowsStreaming:  false,
+		tools.MetaSideEffects:      []string{},
+		tools.MetaVersion:          buildVersion(),
+		tools.MetaCwd:              ".",
+		tools.MetaEnvKeys:          []string{},
+		tools.MetaSource:           "first-party",
+	}
 	for _, t := range repo.Tools(ws, repo.Options{}) {
-		regs = append(regs, tools.Registration{Tool: t, Source: "first-party"})
+		regs = append(regs, tools.Registration{Tool: tools.WithMeta(t, firstParty), Source: "first-party"})
 	}
 	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
 	if err != nil {

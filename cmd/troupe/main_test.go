@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,51 @@ func TestConfigCheck(t *testing.T) {
 	errText, _ := os.ReadFile(stderr.Name())
 	if !strings.Contains(string(errText), "limits.page_size") {
 		t.Fatalf("stderr: %s", errText)
+	}
+}
+
+// runOK runs the CLI and returns stdout, failing on a non-zero exit.
+func runOK(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	stdout, stderr := tempFile(t, dir, "out"), tempFile(t, dir, "err")
+	if code := run(args, strings.NewReader(""), stdout, stderr); code != 0 {
+		errText, _ := os.ReadFile(stderr.Name())
+		t.Fatalf("troupe %v: exit %d: %s", args, code, errText)
+	}
+	out, _ := os.ReadFile(stdout.Name())
+	return string(out)
+}
+
+func TestToolsCommand(t *testing.T) {
+	ws := t.TempDir()
+	var list struct {
+		Tools []struct {
+			Name string         `json:"name"`
+			Meta map[string]any `json:"_meta"`
+		} `json:"tools"`
+	}
+	out := runOK(t, "tools", "--json", "--workspace", ws, "-c", `tools.deny=["repo.listDir"]`)
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(list.Tools) != 2 || list.Tools[0].Name != "repo.readFile" || list.Tools[0].Meta["dev.troupe/requires_approval"] != false {
+		t.Fatalf("tools --json: %s", out)
+	}
+	if text := runOK(t, "tools", "--workspace", ws); !strings.Contains(text, "mcp__troupe / repo_readFile") {
+		t.Fatalf("tools: %s", text)
+	}
+}
+
+func TestCodexConfigCommand(t *testing.T) {
+	ws := t.TempDir()
+	out := runOK(t, "codex-config", "--workspace", ws)
+	if !strings.HasPrefix(out, "[mcp_servers.troupe]\ncommand = ") || !strings.Contains(out, `args = ["serve", "--workspace", "`+ws+`"]`) {
+		t.Fatalf("stdio block:\n%s", out)
+	}
+	t.Setenv("CC_TOKEN", "x")
+	out = runOK(t, "codex-config", "--http", "http://127.0.0.1:9/mcp", "-c", `http.auth.bearer_token="${CC_TOKEN}"`)
+	if out != "[mcp_servers.troupe]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env_var = \"CC_TOKEN\"\n" {
+		t.Fatalf("http block:\n%s", out)
 	}
 }
