@@ -349,7 +349,7 @@ func TestDeniedToolsAreInvisibleAndUncallable(t *testing.T) {
 	for _, tl := range s.recv()["result"].(map[string]any)["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	if strings.Join(names, ",") != "repo.listDir,repo.readFile" {
+	if strings.Join(names, ",") != "docs.fetch,repo.listDir,repo.readFile" {
 		t.Fatalf("tools/list with repo.rip* denied: %v", names)
 	}
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"repo.ripgrep","arguments":{"query":"x"}}}`)
@@ -358,3 +358,15 @@ func TestDeniedToolsAreInvisibleAndUncallable(t *testing.T) {
 
 // stderrText is the server's log so far.
 func (s *stdioServer) stderrText() string { return s.errw.String() }
+
+func TestDocsFetchRefusesHostsNotAllowed(t *testing.T) {
+	fx := newFixture(t)
+	s := startServer(t, fx.dir, "-c", `docs.allowed_domains=["go.dev"]`)
+	s.initialize("2025-06-18")
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"docs.fetch","arguments":{"url":"http://169.254.169.254/latest/meta-data"}}}`)
+	m := s.recv()
+	text := resultText(t, m)
+	if !isToolError(m) || !strings.Contains(text, "allowed_domains") || !strings.Contains(text, "permission_denied") {
+		t.Fatalf("want a permission_denied result saying how to allow the host, got %s", text)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -31,6 +32,7 @@ import (
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/tools/docs"
 	"troupe/tools/repo"
 )
 
@@ -376,6 +378,13 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) 
 	for _, t := range repo.Tools(ws, repo.Options{}) {
 		regs = append(regs, tools.Registration{Tool: tools.WithMeta(t, firstParty), Source: "first-party"})
 	}
+	fetch, err := docs.Tool(docs.Options{AllowedDomains: cfg.Docs.AllowedDomains})
+	if err != nil {
+		return nil, fmt.Errorf("docs.allowed_domains: %w", err)
+	}
+	fetchMeta := maps.Clone(firstParty)
+	fetchMeta[tools.MetaSideEffects] = []string{"network"}
+	regs = append(regs, tools.Registration{Tool: tools.WithMeta(fetch, fetchMeta), Source: "first-party"})
 	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
 	if err != nil {
 		return nil, err

@@ -121,7 +121,7 @@ func TestToolsCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(list.Tools) != 2 || list.Tools[0].Name != "repo.readFile" || list.Tools[0].Meta["dev.troupe/requires_approval"] != false {
+	if len(list.Tools) != 3 || list.Tools[1].Name != "repo.readFile" || list.Tools[1].Meta["dev.troupe/requires_approval"] != false {
 		t.Fatalf("tools --json: %s", out)
 	}
 	if text := runOK(t, "tools", "--workspace", ws); !strings.Contains(text, "mcp__troupe / repo_readFile") {
