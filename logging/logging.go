@@ -17,10 +17,10 @@ import (
 
 // Options choose the log's level and format.
 type Options struct {
-	Level  string // debug, info, warn, error
+	Level string // debug, info, warn, error
 	// Var, when set, receives Level and is the handler's level, so the
 	// level can change while troupe runs (config reload).
-	Var *slog.LevelVar
+	Var    *slog.LevelVar
 	Format string // text or json
 	// NoColor forces plain text even on a terminal.
 	NoColor bool

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/tools/command"
 	"troupe/tools/docs"
 	"troupe/tools/repo"
 )
@@ -385,6 +387,13 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) 
 	fetchMeta := maps.Clone(firstParty)
 	fetchMeta[tools.MetaSideEffects] = []string{"network"}
 	regs = append(regs, tools.Registration{Tool: tools.WithMeta(fetch, fetchMeta), Source: "first-party"})
+	if cfg.Features.EnableMcpServerSurface {
+		cmds, err := commandTools(cfg, ws)
+		if err != nil {
+			return nil, err
+		}
+		regs = append(regs, cmds...)
+	}
 	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
 	if err != nil {
 		return nil, err
@@ -423,4 +432,43 @@ func applyReload(cur, next *config.Config, ws *sandbox.Workspace, host *actors.H
 		log.Warn("config reload: [limits], http.listen, http.path, server.workspace and logging.format take effect at the next start")
 	}
 	log.Info("configuration reloaded", "tools", reg.Len())
+}
+
+// commandTools builds the [mcp.<name>] tools, in name order.
+func commandTools(cfg *config.Config, ws *sandbox.Workspace) ([]tools.Registration, error) {
+	where := "the config"
+	if cfg.File != "" {
+		where = cfg.File
+	}
+	var regs []tools.Registration
+	for _, name := range slices.Sorted(maps.Keys(cfg.Mcp)) {
+		t := cfg.Mcp[name]
+		approval := true // command tools ask unless configured otherwise
+		if t.RequiresApproval != nil {
+			approval = *t.RequiresApproval
+		}
+		tool, err := command.New(command.Definition{
+			Name: name, DisplayName: t.DisplayName, Description: t.Description,
+			Command: t.Command, Args: t.Args, Cwd: t.Cwd, Env: t.Env,
+			InputSchema: t.InputSchemaJSON(), OutputSchema: t.OutputSchemaJSON(),
+			Timeout: time.Duration(t.TimeoutMs) * time.Millisecond, Streaming: t.Streaming,
+			SideEffects: t.SideEffects, Version: t.Version, RequiresApproval: approval,
+			SandboxProfile: t.SandboxProfile, AllowNetwork: t.AllowNetwork,
+		}, ws.Dir())
+		if err != nil {
+			return nil, fmt.Errorf("[mcp.%q] in %s: %w", name, where, err)
+		}
+		envKeys := slices.Sorted(maps.Keys(t.Env))
+		cwd := t.Cwd
+		if cwd == "" {
+			cwd = "."
+		}
+		regs = append(regs, tools.Registration{
+			Tool: tools.WithMeta(tool, map[string]any{
+				tools.MetaCwd: cwd, tools.MetaEnvKeys: envKeys, tools.MetaSource: "config",
+			}),
+			Source: fmt.Sprintf("[mcp.%q] in %s", name, where),
+		})
+	}
+	return regs, nil
 }
