@@ -141,3 +141,18 @@ func TestCodexConfigCommand(t *testing.T) {
 		t.Fatalf("http block:\n%s", out)
 	}
 }
+
+func TestMcpServerSurfaceGate(t *testing.T) {
+	ws := t.TempDir()
+	file := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(file, []byte("[mcp.hello]\ncommand = \"echo\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := runOK(t, "tools", "--json", "--workspace", ws, "--config", file); !strings.Contains(out, `"name": "hello"`) {
+		t.Fatalf("command tool not served with the surface on:\n%s", out)
+	}
+	out := runOK(t, "tools", "--json", "--workspace", ws, "--config", file, "-c", "features.enable_mcp_server_surface=false")
+	if strings.Contains(out, `"name": "hello"`) || !strings.Contains(out, `"name": "repo.readFile"`) {
+		t.Fatalf("with the surface off only first-party tools may be served:\n%s", out)
+	}
+}
