@@ -406,6 +406,13 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) 
 	for _, w := range tools.CodexNameWarnings(cfg.Server.Name, names) {
 		log.Warn("tool name: " + w)
 	}
+	for _, r := range regs {
+		// First-party names are documented with their Codex form; a name
+		// someone configured deserves a word when Codex will show another.
+		if name := r.Tool.Spec().Name; r.Source != "first-party" && tools.CodexName(name) != name {
+			log.Warn("tool name: Codex will show it under another name", "tool", name, "codex_name", tools.CodexName(name), "defined_by", r.Source)
+		}
+	}
 	return reg, nil
 }
 

@@ -156,3 +156,21 @@ func TestMcpServerSurfaceGate(t *testing.T) {
 		t.Fatalf("with the surface off only first-party tools may be served:\n%s", out)
 	}
 }
+
+func TestCodexNameWarningsAtLoad(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(file, []byte("[mcp.\"git.status\"]\ncommand = \"git\"\n[mcp.git_status]\ncommand = \"git\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr := tempFile(t, dir, "out"), tempFile(t, dir, "err")
+	if code := run([]string{"tools", "--config", file, "--workspace", dir}, strings.NewReader(""), stdout, stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	errText, _ := os.ReadFile(stderr.Name())
+	for _, want := range []string{`all become \"git_status\" in Codex`, "Codex will show it under another name"} {
+		if !strings.Contains(string(errText), want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, errText)
+		}
+	}
+}
