@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -212,33 +211,6 @@ func (t *fetchTool) description() string {
 		"Hosts that resolve to private, loopback or link-local addresses are refused. "+
 		"A fetch must finish within %v.", t.maxBytes, t.timeout)
 	return b.String()
-}
-
-// decodeArgs unmarshals validated arguments. The registry has checked them
-// already; this catches direct callers that skipped Validate.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return tools.Errorf(tools.KindInvalidArgument, "invalid arguments for %s: %v", Name, err)
-	}
-	return nil
-}
-
-// intArg reads an optional integer argument. JSON Schema's "integer"
-// admits 5.0, which encoding/json will not put in an int, so limits are
-// decoded as float64 and checked here.
-func intArg(name string, v *float64, def, lo, hi int) (int, error) {
-	if v == nil {
-		return def, nil
-	}
-	if *v != float64(int64(*v)) || *v < float64(lo) || *v > float64(hi) {
-		return 0, tools.Errorf(tools.KindInvalidArgument, "%s must be an integer from %d to %d", name, lo, hi)
-	}
-	return int(*v), nil
 }
 
 // errTimeout is the cause of a call's context when Options.Timeout ends it.

@@ -41,13 +41,13 @@ const userAgent = "troupe-docs.fetch/1"
 // the call: no idle connection, no goroutine.
 func (t *fetchTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 	var args fetchArgs
-	if err := decodeArgs(req.Arguments, &args); err != nil {
+	if err := tools.DecodeArgs(Name, req.Arguments, &args); err != nil {
 		return nil, err
 	}
 	if args.URL == nil {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "url is required")
 	}
-	limit, err := intArg("maxBytes", args.MaxBytes, t.maxBytes, 1, t.maxBytes)
+	limit, err := tools.IntArg("maxBytes", args.MaxBytes, t.maxBytes, 1, t.maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (t *fetchTool) read(resp *http.Response, limit int) (*fetchResult, error) {
 	enc := textEncoding(kind, body, res.ContentType, params)
 	if res.Truncated = len(body) > limit; res.Truncated {
 		if enc == nil {
-			body = body[:utf8Cut(body, limit)]
+			body = body[:tools.UTF8Cut(body, limit)]
 		} else {
 			body = body[:limit]
 		}

@@ -93,29 +93,6 @@ func decodeText(body []byte, enc encoding.Encoding) string {
 	return strings.ToValidUTF8(string(body), "\uFFFD")
 }
 
-// utf8Cut returns the largest n' <= n at which b can be cut without
-// splitting a valid UTF-8 sequence. Invalid bytes may be cut anywhere:
-// they become U+FFFD either way.
-func utf8Cut(b []byte, n int) int {
-	if n >= len(b) {
-		return len(b)
-	}
-	for s := n; s >= 0 && s > n-utf8.UTFMax; s-- {
-		if !utf8.RuneStart(b[s]) {
-			continue
-		}
-		if s == n {
-			return n
-		}
-		r, size := utf8.DecodeRune(b[s:])
-		if (r != utf8.RuneError || size > 1) && s+size > n {
-			return s
-		}
-		return n
-	}
-	return n
-}
-
 // skipped are the elements whose content is never text a reader sees.
 var skipped = map[atom.Atom]bool{
 	atom.Head: true, atom.Script: true, atom.Style: true, atom.Noscript: true,

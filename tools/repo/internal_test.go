@@ -111,12 +111,12 @@ func TestParseGlobs(t *testing.T) {
 func TestUTF8Cut(t *testing.T) {
 	s := []byte("a€b") // € is bytes 1..3
 	for n, want := range []int{0, 1, 1, 1, 4, 5} {
-		if got := utf8Cut(s, n); got != want {
-			t.Errorf("utf8Cut(%q, %d) = %d, want %d", s, n, got, want)
+		if got := tools.UTF8Cut(s, n); got != want {
+			t.Errorf("tools.UTF8Cut(%q, %d) = %d, want %d", s, n, got, want)
 		}
 	}
 	// Bad bytes can be cut anywhere.
-	if got := utf8Cut([]byte("a\xff\xff\xffb"), 3); got != 3 {
+	if got := tools.UTF8Cut([]byte("a\xff\xff\xffb"), 3); got != 3 {
 		t.Errorf("cut among bad bytes: %d", got)
 	}
 	if got := cleanLine([]byte(strings.Repeat("é", 1500) + "\r\n")); got != strings.Repeat("é", 1000) {

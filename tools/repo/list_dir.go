@@ -158,7 +158,7 @@ func (t *listDirTool) Call(ctx context.Context, req *tools.Request) (*protocol.C
 
 	res := listDirResult{Entries: make([]dirEntry, 0, len(kept)), Truncated: truncated}
 	for _, d := range kept {
-		e := dirEntry{Name: validText([]byte(d.Name())), Type: entryType(d.Type())}
+		e := dirEntry{Name: tools.ValidText([]byte(d.Name())), Type: entryType(d.Type())}
 		if e.Type == "file" {
 			// Through the root, not DirEntry.Info: that lstats the
 			// entry by its host path, outside the root's protection.

@@ -136,7 +136,7 @@ func (t *readFileTool) Call(ctx context.Context, req *tools.Request) (*protocol.
 	}
 	truncated := n > limit
 	if truncated {
-		buf = buf[:utf8Cut(buf, limit)]
+		buf = buf[:tools.UTF8Cut(buf, limit)]
 	}
-	return tools.StructuredResult(readFileResult{Path: rel, Content: validText(buf), Truncated: truncated})
+	return tools.StructuredResult(readFileResult{Path: rel, Content: tools.ValidText(buf), Truncated: truncated})
 }

@@ -1,16 +1,13 @@
 package repo
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"troupe/protocol"
 	"troupe/sandbox"
@@ -69,33 +66,6 @@ func readOnly(title string) *protocol.ToolAnnotations {
 	}
 }
 
-// decodeArgs unmarshals validated arguments. The registry has checked them
-// already; this catches direct callers that skipped Validate.
-func decodeArgs(tool string, raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return tools.Errorf(tools.KindInvalidArgument, "invalid arguments for %s: %v", tool, err)
-	}
-	return nil
-}
-
-// intArg reads an optional integer argument. JSON Schema's "integer"
-// admits 5.0, which encoding/json will not put in an int, so limits are
-// decoded as float64 and checked here.
-func intArg(name string, v *float64, def, lo, hi int) (int, error) {
-	if v == nil {
-		return def, nil
-	}
-	if *v != float64(int64(*v)) || *v < float64(lo) || *v > float64(hi) {
-		return 0, tools.Errorf(tools.KindInvalidArgument, "%s must be an integer from %d to %d", name, lo, hi)
-	}
-	return int(*v), nil
-}
-
 // pathLimit describes the optional integer limit a path tool takes
 // (repo.listDir's maxEntries, repo.readFile's maxBytes).
 type pathLimit struct {
@@ -115,13 +85,13 @@ type pathCall struct {
 // passed as path and limit.
 func decodePathCall(ws *sandbox.Workspace, tool string, raw json.RawMessage, args any,
 	path **string, limit **float64, l pathLimit) (pathCall, error) {
-	if err := decodeArgs(tool, raw, args); err != nil {
+	if err := tools.DecodeArgs(tool, raw, args); err != nil {
 		return pathCall{}, err
 	}
 	if *path == nil {
 		return pathCall{}, tools.Errorf(tools.KindInvalidArgument, "path is required (use \".\" for the workspace root)")
 	}
-	n, err := intArg(l.name, *limit, l.def, l.lo, l.hi)
+	n, err := tools.IntArg(l.name, *limit, l.def, l.lo, l.hi)
 	if err != nil {
 		return pathCall{}, err
 	}
@@ -194,32 +164,3 @@ func openRegular(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
 // errNotRegular is openRegular's refusal of directories, FIFOs, devices and
 // sockets; the FileInfo returned with it says which.
 var errNotRegular = errors.New("not a regular file")
-
-// utf8Cut returns the largest n' <= n at which b can be cut without
-// splitting a valid UTF-8 sequence. Invalid bytes may be cut anywhere:
-// they become U+FFFD either way.
-func utf8Cut(b []byte, n int) int {
-	if n >= len(b) {
-		return len(b)
-	}
-	for s := n; s >= 0 && s > n-utf8.UTFMax; s-- {
-		if !utf8.RuneStart(b[s]) {
-			continue
-		}
-		if s == n {
-			return n
-		}
-		r, size := utf8.DecodeRune(b[s:])
-		if (r != utf8.RuneError || size > 1) && s+size > n {
-			return s
-		}
-		return n
-	}
-	return n
-}
-
-// validText makes b a valid UTF-8 string, each run of bad bytes becoming
-// one U+FFFD, so results always encode as JSON strings without surprises.
-func validText(b []byte) string {
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}

@@ -81,7 +81,7 @@ func (c *collector) add(filePath string, lineNumber int64, line []byte) bool {
 		return false
 	}
 	c.matches = append(c.matches, lineMatch{
-		FilePath:   validText([]byte(filePath)),
+		FilePath:   tools.ValidText([]byte(filePath)),
 		LineNumber: lineNumber,
 		LineText:   cleanLine(line),
 	})
@@ -98,9 +98,9 @@ func cleanLine(b []byte) string {
 		b = b[:n-1]
 	}
 	if len(b) > maxLineText {
-		b = b[:utf8Cut(b, maxLineText)]
+		b = b[:tools.UTF8Cut(b, maxLineText)]
 	}
-	return validText(b)
+	return tools.ValidText(b)
 }
 
 const ripgrepInputSchema = `{
@@ -176,13 +176,13 @@ func (t *ripgrepTool) Spec() tools.Spec {
 // without rg, then runs the search.
 func (t *ripgrepTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 	var args ripgrepArgs
-	if err := decodeArgs(NameRipgrep, req.Arguments, &args); err != nil {
+	if err := tools.DecodeArgs(NameRipgrep, req.Arguments, &args); err != nil {
 		return nil, err
 	}
 	if args.Query == nil || *args.Query == "" {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "query is required and must not be empty")
 	}
-	limit, err := intArg("maxMatches", args.MaxMatches, ripgrepDefaultMatches, 1, ripgrepMaxMatches)
+	limit, err := tools.IntArg("maxMatches", args.MaxMatches, ripgrepDefaultMatches, 1, ripgrepMaxMatches)
 	if err != nil {
 		return nil, err
 	}

@@ -169,7 +169,7 @@ func (s *rgSearch) sanitize(msg string) string {
 	msg = strings.ReplaceAll(msg, s.ws.Dir(), ".")
 	msg = strings.TrimSpace(msg)
 	if len(msg) > 2000 {
-		msg = msg[:utf8Cut([]byte(msg), 2000)] + "..."
+		msg = msg[:tools.UTF8Cut([]byte(msg), 2000)] + "..."
 	}
 	return msg
 }
