@@ -18,6 +18,7 @@ import (
 	"troupe/protocol"
 	"troupe/tools"
 	"troupe/tools/command"
+	"troupe/tools/tooltest"
 )
 
 // helperVar, set in a tool's env, makes the test binary act as the
@@ -147,16 +148,7 @@ func callText(t testing.TB, tl tools.Tool, args any, req *tools.Request) string 
 // message names none of the hidden strings.
 func wantToolError(t testing.TB, err error, kind tools.Kind, hidden ...string) *tools.Error {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %s", kind)
-	}
-	te, ok := tools.AsError(err)
-	if !ok {
-		t.Fatalf("got plain error %v, want a %s *tools.Error", err, kind)
-	}
-	if te.Kind != kind {
-		t.Fatalf("got %s (%s), want %s", te.Kind, te.Message, kind)
-	}
+	te := tooltest.WantError(t, err, kind)
 	for _, h := range hidden {
 		if h != "" && strings.Contains(te.Message, h) {
 			t.Fatalf("message %q reveals %q", te.Message, h)

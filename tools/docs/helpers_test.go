@@ -17,6 +17,7 @@ import (
 
 	"troupe/tools"
 	"troupe/tools/docs"
+	"troupe/tools/tooltest"
 )
 
 // web is a fake internet. Host names resolve to addresses the test picks:
@@ -207,16 +208,7 @@ func (f *fetcher) get(ctx context.Context, url string) result {
 // the local servers.
 func wantToolError(t testing.TB, err error, kind tools.Kind, parts ...string) *tools.Error {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %s", kind)
-	}
-	te, ok := tools.AsError(err)
-	if !ok {
-		t.Fatalf("got plain error %v, want a %s *tools.Error", err, kind)
-	}
-	if te.Kind != kind {
-		t.Fatalf("got %s (%s), want %s", te.Kind, te.Message, kind)
-	}
+	te := tooltest.WantError(t, err, kind)
 	for _, p := range parts {
 		if !strings.Contains(te.Message, p) {
 			t.Errorf("message %q does not contain %q", te.Message, p)

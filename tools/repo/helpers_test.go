@@ -12,6 +12,7 @@ import (
 	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/repo"
+	"troupe/tools/tooltest"
 )
 
 // fixture is a file tree for a test. Keys are slash paths; a value
@@ -115,16 +116,7 @@ func (ts *toolSet) call(ctx context.Context, name string, args any, out any) err
 // message names no host path.
 func wantToolError(t testing.TB, err error, kind tools.Kind, hostDirs ...string) *tools.Error {
 	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want %s", kind)
-	}
-	te, ok := tools.AsError(err)
-	if !ok {
-		t.Fatalf("got plain error %v, want a %s *tools.Error", err, kind)
-	}
-	if te.Kind != kind {
-		t.Fatalf("got %s (%s), want %s", te.Kind, te.Message, kind)
-	}
+	te := tooltest.WantError(t, err, kind)
 	for _, d := range hostDirs {
 		if d != "" && strings.Contains(te.Message, d) {
 			t.Fatalf("message %q reveals host path %q", te.Message, d)
