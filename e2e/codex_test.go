@@ -89,39 +89,28 @@ func TestCodexListsAndCallsToolsOverStdio(t *testing.T) {
 // and with the token Codex reads from bearer_token_env_var.
 func TestCodexListsAndCallsToolsOverHTTP(t *testing.T) {
 	codexBinary(t) // skip before building and starting servers
-	for _, tc := range []struct {
-		name  string
-		token bool
-	}{{"no auth", false}, {"bearer token", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			fx := newFixture(t)
-			token := ""
-			if tc.token {
-				token = newToken(t)
-			}
-			srv := startHTTPServer(t, fx.dir, token)
-			servers := fmt.Sprintf("[mcp_servers.troupe]\nurl = %q\n", srv.url)
-			var env []string
-			if token != "" {
-				servers += fmt.Sprintf("bearer_token_env_var = %q\n", tokenEnv)
-				env = append(env, tokenEnv+"="+token)
-			}
-			codexCallsEachTool(t, fx, servers, env...)
+	forEachAuth(t, func(t *testing.T, fx fixture, srv *httpServer, token string) {
+		servers := fmt.Sprintf("[mcp_servers.troupe]\nurl = %q\n", srv.url)
+		var env []string
+		if token != "" {
+			servers += fmt.Sprintf("bearer_token_env_var = %q\n", tokenEnv)
+			env = append(env, tokenEnv+"="+token)
+		}
+		codexCallsEachTool(t, fx, servers, env...)
 
-			// Codex ends its session with DELETE on exit; the session must
-			// be over while the server still runs, and not by idling out.
-			if !srv.waitLog("http session deleted by the client", 5*time.Second) || !srv.waitLog("http session ended", 5*time.Second) {
-				t.Errorf("Codex's DELETE did not end its session while troupe ran")
-			}
-			log := srv.log.String()
-			if strings.Contains(log, "http session expired") {
-				t.Errorf("a session expired instead of being ended by Codex")
-			}
-			if strings.Contains(log, "status=401") {
-				t.Errorf("troupe refused some of Codex's requests as unauthenticated")
-			}
-		})
-	}
+		// Codex ends its session with DELETE on exit; the session must
+		// be over while the server still runs, and not by idling out.
+		if !srv.waitLog("http session deleted by the client", 5*time.Second) || !srv.waitLog("http session ended", 5*time.Second) {
+			t.Errorf("Codex's DELETE did not end its session while troupe ran")
+		}
+		log := srv.log.String()
+		if strings.Contains(log, "http session expired") {
+			t.Errorf("a session expired instead of being ended by Codex")
+		}
+		if strings.Contains(log, "status=401") {
+			t.Errorf("troupe refused some of Codex's requests as unauthenticated")
+		}
+	})
 }
 
 // codexCallsEachTool runs Codex with mcpServers (a TOML fragment naming

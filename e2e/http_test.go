@@ -14,49 +14,38 @@ import (
 // reach the tools of a troupe listening on loopback (the spec's DNS
 // rebinding warning), with or without a token; a loopback origin may.
 func TestHTTPRefusesCrossOrigin(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		token bool
-	}{{"no auth", false}, {"bearer token", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			fx := newFixture(t)
-			token := ""
-			if tc.token {
-				token = newToken(t)
-			}
-			srv := startHTTPServer(t, fx.dir, token)
+	forEachAuth(t, func(t *testing.T, fx fixture, srv *httpServer, token string) {
 
-			resp, body := postInitialize(t, srv, "http://evil.example")
-			if resp.StatusCode != http.StatusForbidden {
-				t.Fatalf("cross-origin initialize: status %s, want 403; body %s", resp.Status, body)
-			}
-			var refusal struct {
-				Error struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal(body, &refusal); err != nil || !strings.Contains(refusal.Error.Message, "evil.example") {
-				t.Errorf("403 body %s: want a JSON-RPC error naming the origin", body)
-			}
-			if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-				t.Errorf("a refused request got session %s", id)
-			}
+		resp, body := postInitialize(t, srv, "http://evil.example")
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("cross-origin initialize: status %s, want 403; body %s", resp.Status, body)
+		}
+		var refusal struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(body, &refusal); err != nil || !strings.Contains(refusal.Error.Message, "evil.example") {
+			t.Errorf("403 body %s: want a JSON-RPC error naming the origin", body)
+		}
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			t.Errorf("a refused request got session %s", id)
+		}
 
-			// The control: the same request from a loopback origin is
-			// served, so the 403 was the origin's doing.
-			resp, body = postInitialize(t, srv, "http://localhost:5173")
-			if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
-				t.Fatalf("loopback-origin initialize: status %s, session %q, want 200 and a session; body %s",
-					resp.Status, resp.Header.Get("Mcp-Session-Id"), body)
-			}
-			del := srv.request(t, http.MethodDelete, nil, map[string]string{
-				"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Origin": "http://localhost:5173"})
-			del.Body.Close()
-			if del.StatusCode != http.StatusNoContent {
-				t.Errorf("DELETE of the session: status %s, want 204", del.Status)
-			}
-		})
-	}
+		// The control: the same request from a loopback origin is
+		// served, so the 403 was the origin's doing.
+		resp, body = postInitialize(t, srv, "http://localhost:5173")
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("loopback-origin initialize: status %s, session %q, want 200 and a session; body %s",
+				resp.Status, resp.Header.Get("Mcp-Session-Id"), body)
+		}
+		del := srv.request(t, http.MethodDelete, nil, map[string]string{
+			"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Origin": "http://localhost:5173"})
+		del.Body.Close()
+		if del.StatusCode != http.StatusNoContent {
+			t.Errorf("DELETE of the session: status %s, want 204", del.Status)
+		}
+	})
 }
 
 // postInitialize sends an initialize request from origin and returns the

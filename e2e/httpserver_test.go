@@ -198,6 +198,25 @@ func freePort() (int, error) {
 }
 
 // newToken returns a fresh random bearer token.
+// forEachAuth runs body once against a troupe serving HTTP without
+// authentication and once against one requiring a bearer token (token is
+// "" in the first run), each with a fresh fixture.
+func forEachAuth(t *testing.T, body func(t *testing.T, fx fixture, srv *httpServer, token string)) {
+	for _, tc := range []struct {
+		name  string
+		token bool
+	}{{"no auth", false}, {"bearer token", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			token := ""
+			if tc.token {
+				token = newToken(t)
+			}
+			body(t, fx, startHTTPServer(t, fx.dir, token), token)
+		})
+	}
+}
+
 func newToken(t *testing.T) string {
 	t.Helper()
 	var b [16]byte
