@@ -44,6 +44,9 @@ type Spec struct {
 	OutputSchema json.RawMessage // optional; when set, results carry structuredContent
 	Annotations  *protocol.ToolAnnotations
 	Meta         map[string]any // extra _meta members; keys use protocol.MetaPrefix
+	// Safety says how calls are gated and isolated; its discovery members
+	// are added to Meta by the registry.
+	Safety Safety
 }
 
 // Request is one call of a tool.

@@ -1,0 +1,22 @@
+// Package spool keeps the whole output of tool runs on disk while results
+// carry only a bounded head and tail of it.
+//
+// A program may print far more than a client can take in one result (or a
+// model can read). troupe never buffers output without bound and never
+// throws it away: every byte a run writes goes to a Capture, which keeps
+// the first and last few kilobytes in memory for the result and appends
+// everything to a spool file. The file is offered to the client as a
+// resource_link (troupe://output/<id>/<stream>) that resources/read serves,
+// in ranges, for as long as the session lives.
+//
+//	store := spool.NewStore("", spool.Limits{})   // one per session
+//	defer store.Close()                            // removes every file
+//	out, _ := store.Create("c0ffee")               // one per call
+//	fmt.Fprintln(out.Stdout, "hello")
+//	out.Close()
+//	fmt.Println(out.Stdout.Text())                 // "hello\n"
+//
+// Captures are safe for one writer and any number of readers at once: an
+// invocation that gives up on a run (deadline) reads the partial output
+// while the run is still being stopped.
+package spool

@@ -1,0 +1,324 @@
+package spool
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Defaults of Limits.
+const (
+	DefaultInlineBytes  = 16 << 10 // head and tail each, per stream
+	DefaultMaxFileBytes = 1 << 30  // per stream
+	DefaultMaxOutputs   = 64       // per store
+	// MaxReadBytes bounds one resources/read: larger streams are read in
+	// ranges (?offset=N&length=M).
+	MaxReadBytes = 4 << 20
+)
+
+// URIPrefix starts every spooled output's resource URI.
+const URIPrefix = "troupe://output/"
+
+// Limits bound what a Store keeps. Zero values mean the defaults.
+type Limits struct {
+	// InlineBytes is the size of the head and of the tail a Capture keeps
+	// in memory, and so the most of a stream a result shows.
+	InlineBytes int
+	// MaxFileBytes caps one stream's spool file; beyond it, bytes are
+	// counted but not kept.
+	MaxFileBytes int64
+	// MaxOutputs is how many calls' outputs a store keeps; the oldest
+	// finished one is removed to make room.
+	MaxOutputs int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.InlineBytes <= 0 {
+		l.InlineBytes = DefaultInlineBytes
+	}
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if l.MaxOutputs <= 0 {
+		l.MaxOutputs = DefaultMaxOutputs
+	}
+	return l
+}
+
+// ErrNotFound means a URI names no output the store keeps.
+var ErrNotFound = errors.New("no such output")
+
+// ErrClosed means the store has been closed.
+var ErrClosed = errors.New("output store closed")
+
+// Store is the spooled output of one session's calls. It makes its
+// directory on first use and removes it, with every file, on Close.
+type Store struct {
+	parent string
+	limits Limits
+
+	mu      sync.Mutex
+	dir     string
+	outputs map[string]*Output
+	order   []string // ids, oldest first
+	closed  bool
+}
+
+// NewStore returns a store whose directory will be made under parent
+// ("" = the system temp directory).
+func NewStore(parent string, limits Limits) *Store {
+	return &Store{parent: parent, limits: limits.withDefaults()}
+}
+
+// Output is what one call's programs wrote: stdout and stderr.
+type Output struct {
+	ID     string
+	Stdout *Capture
+	Stderr *Capture
+	store  *Store
+	closed bool
+}
+
+// NewOutput returns an output that keeps head and tail in memory only:
+// for callers without a store (tests, one-off runs).
+func NewOutput(limits Limits) *Output {
+	l := limits.withDefaults()
+	return &Output{
+		Stdout: newCapture("stdout", l.InlineBytes, l.InlineBytes),
+		Stderr: newCapture("stderr", l.InlineBytes, l.InlineBytes),
+	}
+}
+
+// Create starts the output of call id (a correlation id: letters and
+// digits). Its files exist until the store drops it or closes.
+func (s *Store) Create(id string) (*Output, error) {
+	if id == "" || strings.ContainsAny(id, "/\\.?#") {
+		return nil, fmt.Errorf("spool: invalid output id %q", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.dir == "" {
+		dir, err := os.MkdirTemp(s.parent, "troupe-output-")
+		if err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		s.dir = dir
+	}
+	if _, dup := s.outputs[id]; dup {
+		return nil, fmt.Errorf("spool: output %q exists", id)
+	}
+	s.evict()
+	o := &Output{ID: id, store: s,
+		Stdout: newCapture("stdout", s.limits.InlineBytes, s.limits.InlineBytes),
+		Stderr: newCapture("stderr", s.limits.InlineBytes, s.limits.InlineBytes)}
+	for _, c := range []*Capture{o.Stdout, o.Stderr} {
+		path := filepath.Join(s.dir, id+"."+c.name)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			o.removeFiles()
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		c.file, c.path, c.fileMax = f, path, s.limits.MaxFileBytes
+		c.uri = URIPrefix + id + "/" + c.name
+	}
+	if s.outputs == nil {
+		s.outputs = map[string]*Output{}
+	}
+	s.outputs[id] = o
+	s.order = append(s.order, id)
+	return o, nil
+}
+
+// evict drops the oldest finished outputs while the store is full.
+func (s *Store) evict() {
+	for len(s.order) >= s.limits.MaxOutputs {
+		victim := -1
+		for i, id := range s.order {
+			if s.outputs[id].closed {
+				victim = i
+				break
+			}
+		}
+		if victim < 0 {
+			return // every output is still being written; keep them
+		}
+		id := s.order[victim]
+		s.outputs[id].removeFiles()
+		delete(s.outputs, id)
+		s.order = append(s.order[:victim], s.order[victim+1:]...)
+	}
+}
+
+// Close ends the output: its streams take no more bytes and their files
+// stay readable until the store drops them.
+func (o *Output) Close() {
+	o.Stdout.close()
+	o.Stderr.close()
+	if o.store != nil {
+		o.store.mu.Lock()
+		o.closed = true
+		o.store.mu.Unlock()
+	} else {
+		o.closed = true
+	}
+}
+
+func (o *Output) removeFiles() {
+	for _, c := range []*Capture{o.Stdout, o.Stderr} {
+		c.close()
+		if c.path != "" {
+			os.Remove(c.path)
+		}
+	}
+}
+
+// Close removes every output and the store's directory. Captures still
+// being written keep counting but write no file.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, o := range s.outputs {
+		o.removeFiles()
+	}
+	s.outputs, s.order = nil, nil
+	if s.dir == "" {
+		return nil
+	}
+	return os.RemoveAll(s.dir)
+}
+
+// Resource describes one spooled stream, as resources/list shows it.
+type Resource struct {
+	URI  string
+	Name string // "<id> stdout"
+	Size int64
+}
+
+// List returns the streams the store keeps that have output, oldest
+// first.
+func (s *Store) List() []Resource {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Resource
+	for _, id := range s.order {
+		o := s.outputs[id]
+		for _, c := range []*Capture{o.Stdout, o.Stderr} {
+			if n := c.Spooled(); n > 0 {
+				out = append(out, Resource{URI: c.uri, Name: id + " " + c.name, Size: n})
+			}
+		}
+	}
+	return out
+}
+
+// Chunk is one read of a spooled stream.
+type Chunk struct {
+	Data   []byte
+	Text   bool  // Data is valid UTF-8
+	Offset int64 // where Data starts
+	Total  int64 // bytes in the spool file now
+	Next   int64 // offset of the rest; 0 when Data reaches the end
+}
+
+// Read serves uri: troupe://output/<id>/<stream>, optionally with
+// ?offset=N&length=M. At most MaxReadBytes are returned; Next says where to
+// go on. A range boundary that splits a UTF-8 sequence is moved back so
+// text chunks stay valid.
+func (s *Store) Read(uri string) (*Chunk, error) {
+	id, stream, offset, length, err := parseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	o, ok := s.outputs[id]
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if !ok {
+		return nil, ErrNotFound
+	}
+	c := o.Stdout
+	if stream == "stderr" {
+		c = o.Stderr
+	}
+	c.mu.Lock()
+	path, total := c.path, c.stored
+	c.mu.Unlock()
+	if offset > total {
+		return nil, fmt.Errorf("offset %d is past the end (%d bytes)", offset, total)
+	}
+	if length <= 0 || length > MaxReadBytes {
+		length = MaxReadBytes
+	}
+	n := min(length, total-offset)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, ErrNotFound // dropped meanwhile
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, offset); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reading %s: %w", uri, err)
+	}
+	ch := &Chunk{Data: buf, Offset: offset, Total: total}
+	if offset+n < total {
+		// Do not split a UTF-8 sequence at the end of a text range.
+		if cut := cutIncomplete(buf); cut > 0 && cut < len(buf) {
+			ch.Data = buf[:cut]
+		}
+		ch.Next = offset + int64(len(ch.Data))
+	}
+	ch.Text = utf8.Valid(ch.Data)
+	return ch, nil
+}
+
+// parseURI splits a spool URI.
+func parseURI(uri string) (id, stream string, offset, length int64, err error) {
+	rest, ok := strings.CutPrefix(uri, URIPrefix)
+	if !ok {
+		return "", "", 0, 0, ErrNotFound
+	}
+	path, query, _ := strings.Cut(rest, "?")
+	id, stream, ok = strings.Cut(path, "/")
+	if !ok || (stream != "stdout" && stream != "stderr") || id == "" {
+		return "", "", 0, 0, ErrNotFound
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", "", 0, 0, fmt.Errorf("bad query in %s: %w", uri, err)
+	}
+	num := func(key string) (int64, error) {
+		v := q.Get(key)
+		if v == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s must be a non-negative integer, not %q", key, v)
+		}
+		return n, nil
+	}
+	if offset, err = num("offset"); err != nil {
+		return "", "", 0, 0, err
+	}
+	if length, err = num("length"); err != nil {
+		return "", "", 0, 0, err
+	}
+	return id, stream, offset, length, nil
+}
