@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	gotoml "github.com/pelletier/go-toml/v2"
+
+	"troupe/redact"
 )
 
 // Effective renders the merged configuration as TOML for people to read,
@@ -87,11 +89,11 @@ func IsSecretKey(path []string) bool {
 }
 
 // IsSecretName reports whether an environment variable or header name looks
-// like it holds a credential (*_TOKEN, *_KEY, *_SECRET, *PASSWORD*).
+// like it holds a credential (*_TOKEN, *_KEY, *_SECRET, *PASSWORD*, …):
+// redact.IsSecretKey, so the config display and the redaction of logs and
+// output agree.
 func IsSecretName(name string) bool {
-	n := strings.ToUpper(name)
-	return strings.HasSuffix(n, "_TOKEN") || strings.HasSuffix(n, "_KEY") || strings.HasSuffix(n, "_SECRET") ||
-		strings.Contains(n, "PASSWORD") || n == "TOKEN" || n == "AUTHORIZATION"
+	return redact.IsSecretKey(name)
 }
 
 // RawString is a string value as configured, before "${NAME}" references
