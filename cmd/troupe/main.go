@@ -73,6 +73,8 @@ func run(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		return toolsCommand(args[1:], stdout, stderr)
 	case "codex-config":
 		return codexConfigCommand(args[1:], stdout, stderr)
+	case "audit":
+		return auditCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "troupe", buildVersion())
 		return 0
