@@ -51,11 +51,11 @@ const MinLen = 4
 // named name holds a secret, so its value should be masked. Case does not
 // matter and "-" counts as "_" (so the header X-Api-Key is a secret).
 //
-// Secret are names that
-//   - end in _TOKEN, _KEY, _SECRET, _APIKEY or _AUTHORIZATION (GITHUB_TOKEN,
+// A name is a secret when it
+//   - ends in _TOKEN, _KEY, _SECRET, _APIKEY or _AUTHORIZATION (GITHUB_TOKEN,
 //     AWS_SECRET_ACCESS_KEY, CLIENT_SECRET, Proxy-Authorization);
-//   - contain PASSWORD, PASSWD or PASSPHRASE (DB_PASSWORD, PGPASSWORD);
-//   - are exactly TOKEN, SECRET, APIKEY or AUTHORIZATION.
+//   - contains PASSWORD, PASSWD or PASSPHRASE (DB_PASSWORD, PGPASSWORD);
+//   - is exactly TOKEN, SECRET, APIKEY or AUTHORIZATION.
 //
 // The bare name KEY is not taken for a secret, nor are names that merely
 // contain KEY or TOKEN as part of a word (KEYBOARD, MONKEY, TOKENIZER,
