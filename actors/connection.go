@@ -52,6 +52,9 @@ func (c *connection) Receive(ctx actor.Context) {
 		if err := c.stream.WriteObject(msg.Message); err != nil {
 			c.log.Debug("write failed", "err", err)
 		}
+		if msg.Written != nil {
+			msg.Written()
+		}
 	case *Unanswered:
 		c.stream.Skip(msg.ID)
 	case *Negotiated:

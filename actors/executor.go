@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"troupe/redact"
 	"troupe/tools"
 )
 
@@ -15,6 +16,10 @@ type executorDeps struct {
 	// running counts tool goroutines, so the Host can wait for every one of
 	// them to end before the process exits.
 	running sync.WaitGroup
+	// secrets are the server's secret values, masked in approval prompts.
+	secrets *redact.Live
+	// auditor writes the audit log; nil when there is none.
+	auditor *actor.PID
 }
 
 // executor runs one tool call. The tool runs in a goroutine the executor
@@ -66,6 +71,9 @@ func (e *executor) run(ctx actor.Context) {
 	go func() {
 		defer e.deps.running.Done()
 		defer cancel()
+		if e.req.Output != nil {
+			defer e.req.Output.Close()
+		}
 		defer func() {
 			if r := recover(); r != nil {
 				root.Send(self, &toolPanicked{err: &PanicError{Value: r, Stack: debug.Stack()}})

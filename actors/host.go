@@ -9,7 +9,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"troupe/audit"
 	"troupe/protocol/framing"
+	"troupe/redact"
 	"troupe/tools"
 )
 
@@ -30,6 +32,12 @@ type Options struct {
 	// anomalies); nil uses Logger. Give it a higher level than Logger:
 	// late replies to cancelled calls land in dead letters by design.
 	RuntimeLogger *slog.Logger
+	// Audit receives one record per finished or cancelled tool call; nil
+	// keeps no audit log. The Host does not close it.
+	Audit *audit.Log
+	// Secrets are the server's secret values, masked in approval prompts;
+	// nil masks nothing but secret-named arguments.
+	Secrets *redact.Live
 }
 
 // Host runs troupe's actor system and serves clients on it.
@@ -57,14 +65,23 @@ func NewHost(o Options) *Host {
 	if o.MaxLineBytes <= 0 {
 		o.MaxLineBytes = framing.DefaultMaxLineBytes
 	}
-	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace, exec: &executorDeps{},
-		http: o.HTTP.withDefaults()}
+	secrets := o.Secrets
+	if secrets == nil {
+		secrets = &redact.Live{}
+	}
+	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace,
+		exec: &executorDeps{secrets: secrets}, http: o.HTTP.withDefaults()}
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")
 		}),
 		actor.WithDeadLetterRequestLogging(false),
 	)
+	if o.Audit != nil {
+		a := &auditor{log: o.Audit, logger: log}
+		opts.exec.auditor = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a },
+			actor.WithReceiverMiddleware(capturePanics)))
+	}
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}
 	}, actor.WithReceiverMiddleware(capturePanics)))
@@ -117,6 +134,11 @@ func (h *Host) Close(timeout time.Duration) bool {
 func (h *Host) close(timeout time.Duration) bool {
 	_, _ = h.system.Root.RequestFuture(h.server, &stopAll{}, timeout).Result()
 	_ = h.system.Root.StopFuture(h.server).Wait()
+	if a := h.opts.exec.auditor; a != nil {
+		// Poison, not Stop: the records of the calls just stopped are
+		// queued before it and must be written.
+		_ = h.system.Root.PoisonFuture(a).Wait()
+	}
 	ended := make(chan struct{})
 	go func() {
 		h.opts.exec.running.Wait()

@@ -163,7 +163,7 @@ func (c *httpConn) request(ctx actor.Context, msg *httpRequest) {
 	if _, dup := c.posts[msg.req.ID]; dup {
 		b, _ := json.Marshal(&jsonrpc2.Response{ID: msg.req.ID, Error: &jsonrpc2.Error{
 			Code: jsonrpc2.CodeInvalidRequest, Message: "request id is already in use by a request in flight"}})
-		msg.stream.append(b, true)
+		msg.stream.append(b, true, nil)
 		return
 	}
 	if c.posts == nil {
@@ -206,11 +206,14 @@ func (c *httpConn) route(out *Outbound) {
 	data, err := json.Marshal(out.Message)
 	if err != nil {
 		c.log.Error("encoding outgoing message", "err", err)
+		if out.Written != nil {
+			out.Written()
+		}
 		return
 	}
 	if resp, ok := out.Message.(*jsonrpc2.Response); ok {
 		if p, ok := c.posts[resp.ID]; ok {
-			p.stream.append(data, true)
+			p.stream.append(data, true, out.Written)
 			delete(c.posts, resp.ID)
 			return
 		}
@@ -219,15 +222,18 @@ func (c *httpConn) route(out *Outbound) {
 	}
 	if out.Related != nil {
 		if p, ok := c.posts[*out.Related]; ok && p.sse {
-			p.stream.append(data, false)
+			p.stream.append(data, false, out.Written)
 			return
 		}
 	}
 	if c.standalone != nil {
-		c.standalone.append(data, false)
+		c.standalone.append(data, false, out.Written)
 		return
 	}
 	c.log.Debug("no stream for an outgoing message; dropped")
+	if out.Written != nil {
+		out.Written()
+	}
 }
 
 // openStandalone returns the session's standalone stream, made on first

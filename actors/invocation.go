@@ -3,34 +3,67 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/audit"
+	"troupe/gate"
 	"troupe/protocol"
+	"troupe/spool"
 	"troupe/tools"
 )
 
-// invocation is one tools/call: it finds the tool, validates the arguments,
-// starts an executor, enforces the deadline and turns whatever happens into
-// exactly one result for its session. It is a child of the session, and the
-// supervisor of its executor.
+// Excerpts of a stopped run's output that a deadline error quotes.
+const (
+	stdoutExcerptBytes = 16 << 10
+	stderrExcerptBytes = 4 << 10
+)
+
+// invocation is one tools/call: it finds the tool, validates the
+// arguments, passes the approval gate (asking through an approval child
+// when a person must decide), starts an executor with the call's
+// deadline, and turns whatever happens into exactly one result for its
+// session, plus one audit record. It is a child of the session and the
+// supervisor of its approval and executor.
 type invocation struct {
-	id       jsonrpc2.ID
-	tool     string
-	args     json.RawMessage
-	registry *tools.Registry
-	timeout  time.Duration
-	log      *slog.Logger
-	exec     *executorDeps
+	id        jsonrpc2.ID
+	tool      string
+	args      json.RawMessage
+	registry  *tools.Registry
+	timeout   time.Duration // the server's default call timeout
+	requested time.Duration // the client's own deadline (0: none)
+	log       *slog.Logger
+	exec      *executorDeps
+	call      callContext
 
 	cid      string // correlation id of this call, in every log line about it
 	started  time.Time
+	entry    *tools.Entry
+	req      *tools.Request
+	preview  *tools.Preview
+	hash     string
+	decision string        // one of the approval outcomes
+	limit    time.Duration // the effective deadline, once running
+	ran      time.Time     // when the executor started
 	timer    *time.Timer
 	executor *actor.PID
 	done     bool
+}
+
+// callContext is what the session knows that a call's gate and run need.
+type callContext struct {
+	session  string // session id, for logs and audit records
+	trusted  bool   // a person trusted this tool for the session
+	form     bool   // the client can show an approval form
+	version  protocol.Version
+	gate     gate.Policy
+	store    *spool.Store // the session's spooled outputs; nil keeps output in memory only
+	auditor  *actor.PID   // nil: no audit log
 }
 
 // executorResult is what an executor reports to its invocation.
@@ -42,22 +75,33 @@ type executorResult struct {
 // deadlineExpired fires when a call has run for its timeout.
 type deadlineExpired struct{ quiet }
 
+// trustGranted tells the session a person trusted tool for the rest of
+// the session.
+type trustGranted struct{ tool string }
+
 // Receive implements actor.Actor.
 func (inv *invocation) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		inv.start(ctx)
+	case *approvalDecided:
+		inv.approvalDecided(ctx, msg)
 	case *executorResult:
 		inv.executorReturned(ctx, msg)
 	case *deadlineExpired:
-		inv.answer(ctx, (&tools.Error{Kind: tools.KindDeadlineExceeded,
-			Message: inv.tool + " did not finish within " + inv.timeout.String()}).Result(inv.cid), "deadline_exceeded")
+		inv.deadline(ctx)
 	case *actor.Stopping:
 		if inv.timer != nil {
 			inv.timer.Stop()
 		}
 		if !inv.done {
-			inv.log.Info("call stopped", "duration", time.Since(inv.started))
+			// The session stopped the call: the client cancelled it, or
+			// the session ended. No response goes out (the spec says so
+			// for cancellation); the log and the audit log say what
+			// happened.
+			inv.done = true
+			inv.log.Info("call cancelled", "outcome", tools.KindCancelled, "duration", time.Since(inv.started))
+			inv.audit(ctx, string(tools.KindCancelled))
 		}
 	}
 }
@@ -68,50 +112,162 @@ func (inv *invocation) start(ctx actor.Context) {
 	inv.log = inv.log.With("id", inv.id.String(), "tool", inv.tool, "correlation_id", inv.cid)
 	entry, ok := inv.registry.Lookup(inv.tool)
 	if !ok {
-		inv.answer(ctx, (&tools.Error{Kind: tools.KindNotFound,
-			Message: "unknown tool " + quote(inv.tool) + "; call tools/list for the available tools"}).Result(inv.cid), "unknown_tool")
+		inv.fail(ctx, &tools.Error{Kind: tools.KindNotFound,
+			Message: "unknown tool " + quote(inv.tool) + "; call tools/list for the available tools"}, "unknown_tool")
 		return
 	}
+	inv.entry = entry
 	args, err := entry.Validate(inv.args)
 	if err != nil {
 		te, _ := tools.AsError(err)
-		inv.answer(ctx, te.Result(inv.cid), string(te.Kind))
+		inv.fail(ctx, te, string(te.Kind))
 		return
 	}
 	root := ctx.ActorSystem().Root
-	req := &tools.Request{Arguments: args,
+	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(),
 		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
 		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}}
+	if p, ok := entry.Tool.(tools.Previewer); ok {
+		if inv.preview, err = p.Preview(inv.req); err != nil {
+			inv.toolFailed(ctx, err)
+			return
+		}
+	}
+	spec := entry.Spec()
+	inv.hash = gate.Hash(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview})
+	switch {
+	case !spec.Safety.NeedsApproval():
+		inv.decision = approvalNotRequired
+	case inv.call.trusted || inv.call.gate.Trusts(spec):
+		inv.decision = approvalTrusted
+	case !inv.call.form:
+		inv.decided(approvalUnavailable, "the client cannot show approval forms")
+		inv.fail(ctx, gate.Refusal(spec, approvalUnavailable, "", inv.call.gate), approvalUnavailable)
+		return
+	default:
+		inv.ask(ctx, spec, args)
+		return
+	}
+	inv.decided(inv.decision, "")
+	inv.run(ctx)
+}
+
+// ask spawns the approval child that puts the question to the client.
+func (inv *invocation) ask(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
+		inv.call.version, inv.hash)
+	a := &approval{session: ctx.Parent(), related: inv.id, params: form,
+		timeout: inv.call.gate.TimeoutOrDefault(), log: inv.log}
+	ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithReceiverMiddleware(capturePanics)))
+	inv.log.Info("approval requested", "args_hash", inv.hash)
+}
+
+func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
+	if inv.done {
+		return
+	}
+	inv.decided(d.outcome, d.detail)
+	if d.outcome != approvalApproved {
+		inv.fail(ctx, gate.Refusal(inv.entry.Spec(), d.outcome, d.detail, inv.call.gate), d.outcome)
+		return
+	}
+	if d.session {
+		ctx.Send(ctx.Parent(), &trustGranted{tool: inv.tool})
+	}
+	inv.run(ctx)
+}
+
+// decided records and logs the gate's decision: every decision is in the
+// log with the session, tool, arguments hash and correlation id.
+func (inv *invocation) decided(outcome, detail string) {
+	inv.decision = outcome
+	inv.log.Info("approval decision", "session", inv.call.session, "args_hash", inv.hash,
+		"outcome", outcome, "detail", detail)
+}
+
+// run starts the executor under the call's effective deadline: the
+// client's, when it asked for one, but never longer than the tool's
+// ceiling (or the server's default).
+func (inv *invocation) run(ctx actor.Context) {
+	inv.limit = inv.timeout
+	if t := inv.entry.Spec().Safety.Timeout; t > 0 {
+		inv.limit = t
+	}
+	if inv.requested > 0 && inv.requested < inv.limit {
+		inv.limit = inv.requested
+	}
+	if inv.preview != nil && inv.preview.Timeout > 0 && inv.preview.Timeout < inv.limit {
+		inv.limit = inv.preview.Timeout
+	}
+	out, err := inv.newOutput()
+	if err != nil {
+		inv.log.Error("creating the output spool", "err", err)
+		out = spool.NewOutput(spool.Limits{})
+	}
+	inv.req.Output = out
+	req, tool := inv.req, inv.entry.Tool
 	inv.executor = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &executor{tool: entry.Tool, req: req, deps: inv.exec}
+		return &executor{tool: tool, req: req, deps: inv.exec}
 	}, actor.WithReceiverMiddleware(capturePanics)))
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	inv.timer = time.AfterFunc(inv.timeout, func() { root.Send(self, &deadlineExpired{}) })
-	inv.log.Debug("call started")
+	inv.ran = time.Now()
+	inv.timer = time.AfterFunc(inv.limit, func() { root.Send(self, &deadlineExpired{}) })
+	inv.log.Debug("call started", "timeout", inv.limit)
+}
+
+func (inv *invocation) newOutput() (*spool.Output, error) {
+	if inv.call.store == nil {
+		return spool.NewOutput(spool.Limits{}), nil
+	}
+	return inv.call.store.Create(inv.cid)
+}
+
+// deadline stops the executor — which kills the call's processes — and
+// answers with what the call wrote so far.
+func (inv *invocation) deadline(ctx actor.Context) {
+	if inv.done {
+		return
+	}
+	ctx.Poison(inv.executor)
+	msg := fmt.Sprintf("%s did not finish within %s and was stopped.", inv.tool, inv.limit)
+	res := (&tools.Error{Kind: tools.KindDeadlineExceeded, Message: msg + excerpts(inv.req.Output)}).Result(inv.cid)
+	if s, ok := inv.entry.Tool.(tools.Stopper); ok {
+		res.StructuredContent = s.Stopped(inv.req.Output, time.Since(inv.ran))
+	}
+	inv.answer(ctx, res, string(tools.KindDeadlineExceeded))
 }
 
 func (inv *invocation) executorReturned(ctx actor.Context, msg *executorResult) {
 	switch {
 	case msg.err != nil:
-		if te, ok := tools.AsError(msg.err); ok {
-			inv.answer(ctx, te.Result(inv.cid), string(te.Kind))
-			return
-		}
-		// Not meant for the client: the detail may hold host paths.
-		inv.log.Error("tool failed", "err", msg.err)
-		inv.answer(ctx, (&tools.Error{Kind: tools.KindInternal,
-			Message: inv.tool + " failed; see the server log"}).Result(inv.cid), string(tools.KindInternal))
+		inv.toolFailed(ctx, msg.err)
 	case msg.result == nil:
 		inv.log.Error("tool returned neither result nor error")
-		inv.answer(ctx, (&tools.Error{Kind: tools.KindInternal,
-			Message: inv.tool + " returned no result"}).Result(inv.cid), string(tools.KindInternal))
+		inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: inv.tool + " returned no result"}, string(tools.KindInternal))
 	default:
 		inv.answer(ctx, msg.result, "ok")
 	}
 }
 
+// toolFailed answers with a tool's error: its own *tools.Error as is; any
+// other error as an internal failure whose detail (which may hold host
+// paths) stays in the log.
+func (inv *invocation) toolFailed(ctx actor.Context, err error) {
+	if te, ok := tools.AsError(err); ok {
+		inv.fail(ctx, te, string(te.Kind))
+		return
+	}
+	inv.log.Error("tool failed", "err", err)
+	inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: inv.tool + " failed; see the server log"}, string(tools.KindInternal))
+}
+
+func (inv *invocation) fail(ctx actor.Context, e *tools.Error, outcome string) {
+	inv.answer(ctx, e.Result(inv.cid), outcome)
+}
+
 // answer sends the call's one result to the session and stops the
-// invocation (and with it the executor, if still running).
+// invocation (and with it the approval or executor, if still running).
+// Output that did not fit the result is offered as resource links.
 func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult, outcome string) {
 	if inv.done {
 		return
@@ -120,17 +276,84 @@ func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult
 	if result.Content == nil {
 		result.Content = []protocol.Content{}
 	}
+	if out := inv.output(); out != nil {
+		result.Content = append(result.Content, links(out)...)
+	}
 	level := slog.LevelInfo
 	if result.IsError {
 		level = slog.LevelWarn
 	}
 	inv.log.Log(context.Background(), level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
+	inv.audit(ctx, outcome)
 	ctx.Send(ctx.Parent(), &callFinished{id: inv.id, result: result})
 	ctx.Stop(ctx.Self())
 }
 
-// HandleFailure makes the invocation the supervisor of its executor: a
-// panic while running the tool becomes an internal-error result whose
+func (inv *invocation) output() *spool.Output {
+	if inv.req == nil {
+		return nil
+	}
+	return inv.req.Output
+}
+
+// links are resource_link blocks for each stream the result could not
+// show whole.
+func links(out *spool.Output) []protocol.Content {
+	var cs []protocol.Content
+	for _, c := range []*spool.Capture{out.Stdout, out.Stderr} {
+		if uri := c.URI(); uri != "" && c.Truncated() {
+			cs = append(cs, protocol.ResourceLinkContent(uri, out.ID+"-"+c.Name(),
+				fmt.Sprintf("The whole %s of the call (%d bytes); read it with resources/read, in ranges with ?offset=N&length=M.",
+					c.Name(), c.Total()), "text/plain", c.Spooled()))
+		}
+	}
+	return cs
+}
+
+// excerpts quotes the end of a stopped run's output for an error message.
+func excerpts(out *spool.Output) string {
+	if out == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, s := range []struct {
+		c *spool.Capture
+		n int
+	}{{out.Stdout, stdoutExcerptBytes}, {out.Stderr, stderrExcerptBytes}} {
+		if s.c.Total() == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n\n%s so far (%d bytes):\n%s", s.c.Name(), s.c.Total(), s.c.Last(s.n))
+	}
+	return b.String()
+}
+
+// audit sends the call's record to the auditor, if there is one.
+func (inv *invocation) audit(ctx actor.Context, outcome string) {
+	if inv.call.auditor == nil {
+		return
+	}
+	r := &audit.Record{Event: "call", Session: inv.call.session, Tool: inv.tool, ArgsHash: inv.hash,
+		TimeoutMs: inv.limit.Milliseconds(), Approval: inv.decision, Started: inv.started, Stopped: time.Now(),
+		Outcome: outcome, CorrelationID: inv.cid}
+	if inv.decision == "" {
+		r.Approval = approvalNotRequired
+	}
+	if inv.entry != nil {
+		r.Sandbox = inv.entry.Spec().Safety.SandboxProfile
+	}
+	if inv.preview != nil {
+		r.Cwd = inv.preview.Cwd
+	}
+	if out := inv.output(); out != nil {
+		r.StdoutBytes, r.StderrBytes = out.Stdout.Total(), out.Stderr.Total()
+		r.ExitStatus = out.ExitStatus()
+	}
+	ctx.Send(inv.call.auditor, r)
+}
+
+// HandleFailure makes the invocation the supervisor of its approval and
+// executor: a panic there becomes an internal-error result whose
 // correlation id leads to the stack in the log.
 func (inv *invocation) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
 	_ *actor.RestartStatistics, reason any, _ any) {
@@ -139,8 +362,7 @@ func (inv *invocation) HandleFailure(system *actor.ActorSystem, sup actor.Superv
 	sup.StopChildren(child)
 	if !inv.done {
 		self := sup.(actor.Context)
-		inv.answer(self, (&tools.Error{Kind: tools.KindInternal,
-			Message: "internal error in " + inv.tool}).Result(inv.cid), "panic")
+		inv.fail(self, &tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool}, "panic")
 	}
 }
 

@@ -1,11 +1,25 @@
 package actors
 
 import (
+	"context"
+	"sync"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/protocol"
 )
+
+// maxUnwrittenBytes bounds, per call, the notifications a tool has sent
+// that the client has not taken yet (written to stdout, or read from the
+// call's SSE stream). A streaming tool waits in Reporter.Ready once it is
+// reached, and so stops reading its program's pipes: a slow client slows
+// the program instead of growing the server's memory.
+const maxUnwrittenBytes = 1 << 20
+
+// noticeOverhead is what a notification costs beyond its text, roughly:
+// the JSON-RPC envelope and the actor messages that carry it.
+const noticeOverhead = 256
 
 // toolNotice is progress or a log message from a running tool, sent to the
 // session, which knows the progress token and the client's log level.
@@ -20,15 +34,19 @@ type toolNotice struct {
 	// log
 	level protocol.LoggingLevel
 	data  any
+	// written must be called once the notice is written to the client or
+	// dropped; it returns the notice's bytes to the call's flow.
+	written func()
 }
 
-// reporter implements tools.Reporter by messaging the session. It never
-// blocks: Send only enqueues.
+// reporter implements tools.Reporter by messaging the session. Progress
+// and Log never block; Ready does, while the call's flow is full.
 type reporter struct {
 	root    *actor.RootContext
 	session *actor.PID
 	id      jsonrpc2.ID
 	tool    string
+	flow    flow
 }
 
 func newReporter(root *actor.RootContext, session *actor.PID, id jsonrpc2.ID, tool string) *reporter {
@@ -37,10 +55,70 @@ func newReporter(root *actor.RootContext, session *actor.PID, id jsonrpc2.ID, to
 
 // Progress implements tools.Reporter.
 func (r *reporter) Progress(done, total float64, message string) {
-	r.root.Send(r.session, &toolNotice{id: r.id, tool: r.tool, done: done, total: total, message: message})
+	n := noticeOverhead + len(message)
+	r.flow.add(n)
+	r.root.Send(r.session, &toolNotice{id: r.id, tool: r.tool, done: done, total: total, message: message,
+		written: func() { r.flow.release(n) }})
 }
 
 // Log implements tools.Reporter.
 func (r *reporter) Log(level protocol.LoggingLevel, data any) {
-	r.root.Send(r.session, &toolNotice{id: r.id, tool: r.tool, isLog: true, level: level, data: data})
+	n := noticeOverhead
+	if s, ok := data.(string); ok {
+		n += len(s)
+	}
+	r.flow.add(n)
+	r.root.Send(r.session, &toolNotice{id: r.id, tool: r.tool, isLog: true, level: level, data: data,
+		written: func() { r.flow.release(n) }})
+}
+
+// Ready implements tools.Reporter.
+func (r *reporter) Ready(ctx context.Context) error { return r.flow.wait(ctx, maxUnwrittenBytes) }
+
+// flow counts a call's notification bytes between the tool and the
+// client. The zero value is ready to use.
+type flow struct {
+	mu      sync.Mutex
+	pending int
+	wake    chan struct{} // made on first wait; signalled by release
+}
+
+func (f *flow) add(n int) {
+	f.mu.Lock()
+	f.pending += n
+	f.mu.Unlock()
+}
+
+func (f *flow) release(n int) {
+	f.mu.Lock()
+	f.pending -= n
+	wake := f.wake
+	f.mu.Unlock()
+	if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait returns once pending is at most limit, or ctx is done.
+func (f *flow) wait(ctx context.Context, limit int) error {
+	for {
+		f.mu.Lock()
+		if f.pending <= limit {
+			f.mu.Unlock()
+			return nil
+		}
+		if f.wake == nil {
+			f.wake = make(chan struct{}, 1)
+		}
+		wake := f.wake
+		f.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"golang.org/x/time/rate"
 
+	"troupe/gate"
 	"troupe/protocol"
+	"troupe/spool"
 	"troupe/tools"
 )
 
@@ -35,6 +37,14 @@ type SessionOptions struct {
 	DefaultLogLevel protocol.LoggingLevel
 	// LogRate bounds notifications/message per second (default 50, burst 100).
 	LogRate rate.Limit
+	// Gate is the operator's approval policy (timeout, trusted tools).
+	Gate gate.Policy
+	// SpoolDir is where sessions keep their calls' full output ("" = the
+	// system temp directory); each session has its own directory in it,
+	// removed when the session ends.
+	SpoolDir string
+	// Spool bounds the output a session keeps.
+	Spool spool.Limits
 }
 
 func (o SessionOptions) withDefaults() SessionOptions {
@@ -76,6 +86,10 @@ type Drain struct{ Grace time.Duration }
 type Outbound struct {
 	Message any
 	Related *jsonrpc2.ID
+	// Written, when set, is called once the message has been handed to
+	// the client (or dropped): it is how a streaming tool learns that the
+	// client keeps up. Transports must call it exactly once.
+	Written func()
 }
 
 // Unanswered tells the session's parent that request ID will never get a
@@ -143,6 +157,8 @@ type session struct {
 	nextRequest uint64                          // id of the last server-to-client request
 	root        *actor.RootContext              // for sends outside Receive (HandleFailure, timers)
 	parent      *actor.PID                      // the connection: writes what the session sends
+	trusted     map[string]bool                 // tools a person trusted for this session
+	store       *spool.Store                    // calls' full output; made on first call
 }
 
 func newSession(opts SessionOptions, log *slog.Logger, exec *executorDeps) actor.Producer {
@@ -181,6 +197,12 @@ func (s *session) Receive(ctx actor.Context) {
 		s.abandonClientRequest(msg.reply)
 	case *toolNotice:
 		s.notice(msg)
+	case *trustGranted:
+		if s.trusted == nil {
+			s.trusted = map[string]bool{}
+		}
+		s.trusted[msg.tool] = true
+		s.log.Info("tool trusted for the session", "tool", msg.tool)
 	case *Drain:
 		s.drain(ctx, msg.Grace)
 	case *registryChanged:
@@ -198,6 +220,11 @@ func (s *session) Receive(ctx actor.Context) {
 			s.timer.Stop()
 		}
 		s.failClientRequests(nil, "the session ended")
+		if s.store != nil {
+			if err := s.store.Close(); err != nil {
+				s.log.Warn("removing spooled output", "err", err)
+			}
+		}
 	case *actor.Stopped:
 		s.log.Debug("session ended")
 	}
@@ -250,6 +277,12 @@ func lookupMethod(name string) (method, bool) {
 		return method{needsInit: true, request: (*session).callTool}, true
 	case protocol.MethodLoggingSetLevel:
 		return method{needsInit: true, request: (*session).setLevel}, true
+	case protocol.MethodResourcesList:
+		return method{needsInit: true, request: (*session).listResources}, true
+	case protocol.MethodResourcesRead:
+		return method{needsInit: true, request: (*session).readResource}, true
+	case protocol.MethodResourcesTemplatesList:
+		return method{needsInit: true, request: (*session).listResourceTemplates}, true
 	case protocol.NotificationInitialized:
 		return method{notification: (*session).clientInitialized}, true
 	case protocol.NotificationCancelled:
@@ -301,8 +334,9 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 	s.reply(req.ID, protocol.InitializeResult{
 		ProtocolVersion: s.version,
 		Capabilities: protocol.ServerCapabilities{
-			Tools:   &protocol.ToolsCapability{ListChanged: true},
-			Logging: &struct{}{},
+			Tools:     &protocol.ToolsCapability{ListChanged: true},
+			Logging:   &struct{}{},
+			Resources: &protocol.ResourcesCapability{},
 		},
 		ServerInfo:   info,
 		Instructions: s.opts.Instructions,
@@ -392,10 +426,18 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	if p.Meta != nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
 		call.token = p.Meta.ProgressToken
 	}
+	if s.store == nil {
+		s.store = spool.NewStore(s.opts.SpoolDir, s.opts.Spool)
+	}
 	inv := &invocation{
 		id: req.ID, tool: p.Name, args: p.Arguments,
 		registry: s.registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
+		call: callContext{session: s.id, trusted: s.trusted[p.Name], form: s.caps.FormElicitation() && s.version.HasElicitation(),
+			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor},
+	}
+	if p.Meta != nil && p.Meta.TimeoutMs != nil && *p.Meta.TimeoutMs > 0 {
+		inv.requested = time.Duration(*p.Meta.TimeoutMs) * time.Millisecond
 	}
 	call.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return inv },
 		actor.WithReceiverMiddleware(capturePanics)))
@@ -574,6 +616,12 @@ func (s *session) send(msg any) {
 // messages only at or above the session's level and within the rate limit.
 // Nothing is sent for a call that was answered or cancelled.
 func (s *session) notice(n *toolNotice) {
+	sent := false
+	defer func() {
+		if !sent && n.written != nil {
+			n.written()
+		}
+	}()
 	call, ok := s.calls[n.id]
 	if !ok || call.answered || call.cancelled {
 		return
@@ -582,7 +630,7 @@ func (s *session) notice(n *toolNotice) {
 		if !s.level.Allows(n.level) || !s.limiter.Allow() {
 			return
 		}
-		s.notify(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data}, &n.id)
+		sent = s.notifyWritten(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data}, &n.id, n.written)
 		return
 	}
 	if call.token == nil || (call.reported && n.done <= call.progress) {
@@ -596,23 +644,31 @@ func (s *session) notice(n *toolNotice) {
 	if s.version.HasProgressMessage() {
 		p.Message = n.message
 	}
-	s.notify(protocol.NotificationProgress, p, &n.id)
+	sent = s.notifyWritten(protocol.NotificationProgress, p, &n.id, n.written)
 }
 
 // notify sends a notification to the client; related is the request it
 // belongs to (HTTP sends it on that request's stream), nil for none.
 func (s *session) notify(method string, params any, related *jsonrpc2.ID) {
+	s.notifyWritten(method, params, related, nil)
+}
+
+// notifyWritten is notify with a callback for when the transport has
+// handed the notification to the client; it reports whether the
+// notification was sent (if not, written is not called).
+func (s *session) notifyWritten(method string, params any, related *jsonrpc2.ID, written func()) bool {
 	req := &jsonrpc2.Request{Method: method, Notif: true}
 	if params != nil {
 		b, err := json.Marshal(params)
 		if err != nil {
 			s.log.Error("encoding notification", "method", method, "err", err)
-			return
+			return false
 		}
 		raw := json.RawMessage(b)
 		req.Params = &raw
 	}
-	s.root.Send(s.parent, &Outbound{Message: req, Related: related})
+	s.root.Send(s.parent, &Outbound{Message: req, Related: related, Written: written})
+	return true
 }
 
 // toolsChanged swaps the session's registry. Calls in flight keep the one

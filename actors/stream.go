@@ -29,6 +29,16 @@ type Stream struct {
 	cancelled bool   // ended because the client cancelled the request
 	reading   bool   // a reader is attached
 	wake      chan struct{}
+	// written are the callbacks of events not yet read (Outbound.Written),
+	// oldest first: called when a reader takes the event, when the log
+	// drops it, or when the stream ends.
+	written []writtenAt
+}
+
+// writtenAt is the Outbound.Written callback of event seq.
+type writtenAt struct {
+	seq uint64
+	fn  func()
 }
 
 // Event is one message of a stream.
@@ -62,11 +72,17 @@ func (s *Stream) EventID(seq uint64) string { return s.id + "-" + strconv.Format
 
 // append adds an event and wakes the reader. Old events are dropped while
 // the log is over its bounds; the newest event is always kept.
-func (s *Stream) append(data []byte, final bool) {
+func (s *Stream) append(data []byte, final bool, written func()) {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
+		if written != nil {
+			written()
+		}
 		return
+	}
+	if written != nil {
+		s.written = append(s.written, writtenAt{seq: s.next, fn: written})
 	}
 	s.events = append(s.events, Event{Seq: s.next, Data: data, Final: final})
 	s.next++
@@ -76,7 +92,9 @@ func (s *Stream) append(data []byte, final bool) {
 		s.bytes -= len(s.events[drop].Data)
 		drop++
 	}
+	var release []func()
 	if drop > 0 {
+		release = s.takeWritten(s.events[drop-1].Seq)
 		clear(s.events[:drop])
 		s.events = s.events[drop:]
 	}
@@ -84,7 +102,33 @@ func (s *Stream) append(data []byte, final bool) {
 		s.final, s.ended = true, true
 	}
 	s.mu.Unlock()
+	runAll(release)
 	s.signal()
+}
+
+// takeWritten removes and returns the callbacks of events up to seq.
+// Callers hold s.mu and run the callbacks after unlocking.
+func (s *Stream) takeWritten(seq uint64) []func() {
+	n := 0
+	for n < len(s.written) && s.written[n].seq <= seq {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	fns := make([]func(), n)
+	for i := range n {
+		fns[i] = s.written[i].fn
+	}
+	clear(s.written[:n])
+	s.written = s.written[n:]
+	return fns
+}
+
+func runAll(fns []func()) {
+	for _, fn := range fns {
+		fn()
+	}
 }
 
 // end marks the stream complete without a final event: the session ended
@@ -94,7 +138,9 @@ func (s *Stream) end(cancelled bool) {
 	if !s.ended {
 		s.ended, s.cancelled = true, cancelled
 	}
+	release := s.takeWritten(s.next)
 	s.mu.Unlock()
+	runAll(release)
 	s.signal()
 }
 
@@ -163,7 +209,12 @@ func (s *Stream) Read(ctx context.Context, after uint64, wait time.Duration) (ev
 			}
 		}
 		ended := s.ended
+		var release []func()
+		if len(events) > 0 {
+			release = s.takeWritten(events[len(events)-1].Seq)
+		}
 		s.mu.Unlock()
+		runAll(release)
 		if len(events) > 0 || ended {
 			return events, ended, nil
 		}

@@ -15,7 +15,7 @@ func TestStreamStaysBoundedForAStalledReader(t *testing.T) {
 	s := newStream("p1", 100, 64<<10)
 	payload := bytes.Repeat([]byte("x"), 1024)
 	for i := 0; i < 10000; i++ {
-		s.append(payload, false)
+		s.append(payload, false, nil)
 	}
 	s.mu.Lock()
 	n, size := len(s.events), s.bytes
@@ -37,10 +37,10 @@ func TestStreamStaysBoundedForAStalledReader(t *testing.T) {
 func TestStreamFinalEventIsAlwaysKept(t *testing.T) {
 	s := newStream("p1", 2, 1<<20)
 	for i := 0; i < 5; i++ {
-		s.append([]byte("progress"), false)
+		s.append([]byte("progress"), false, nil)
 	}
-	s.append([]byte("response"), true)
-	s.append([]byte("late"), false) // after the final: ignored
+	s.append([]byte("response"), true, nil)
+	s.append([]byte("late"), false, nil) // after the final: ignored
 	events, done, err := s.Read(context.Background(), 4, 0)
 	if err != nil || !done || len(events) != 2 || !events[1].Final || string(events[1].Data) != "response" {
 		t.Fatalf("got %+v done=%v err=%v", events, done, err)
@@ -55,7 +55,7 @@ func TestStreamReadWaitsAndHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		s.append([]byte("a"), false)
+		s.append([]byte("a"), false, nil)
 	}()
 	events, _, err := s.Read(ctx, 0, 0)
 	if err != nil || len(events) != 1 {

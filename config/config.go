@@ -54,6 +54,11 @@ type Config struct {
 	Mcp        map[string]CommandTool `koanf:"mcp"`
 	McpServers map[string]McpServer   `koanf:"mcp_servers"`
 	Features   Features               `koanf:"features"`
+	Sandbox    Sandbox                `koanf:"sandbox"`
+	Approvals  Approvals              `koanf:"approvals"`
+	Audit      Audit                  `koanf:"audit"`
+	Output     Output                 `koanf:"output"`
+	Shell      Shell                  `koanf:"shell"`
 
 	// File is the config file that was read, "" for none.
 	File string `koanf:"-"`
@@ -127,6 +132,57 @@ type Features struct {
 	// tools of downstream MCP servers. Off, only troupe's first-party tools
 	// are served (the "legacy surface"); the other tables are still checked.
 	EnableMcpServerSurface bool `koanf:"enable_mcp_server_surface"`
+}
+
+// Sandbox is the [sandbox] table: how programs are isolated.
+type Sandbox struct {
+	// Driver enforces the default profile on Linux: auto (= builtin),
+	// builtin (troupe's helper: rlimits, Landlock, seccomp, namespaces)
+	// or bwrap (bubblewrap, which must be installed).
+	Driver       string `koanf:"driver"`
+	MaxProcesses int    `koanf:"max_processes"`
+	MaxFileBytes int64  `koanf:"max_file_bytes"`
+	MaxOpenFiles int    `koanf:"max_open_files"`
+	CPUSeconds   int    `koanf:"cpu_seconds"`
+	// KillGrace is the time between SIGTERM and SIGKILL when a run is
+	// stopped.
+	KillGrace time.Duration `koanf:"kill_grace"`
+}
+
+// Approvals is the [approvals] table: the approval gate.
+type Approvals struct {
+	// Timeout is how long a person has to answer an approval request.
+	Timeout time.Duration `koanf:"timeout"`
+	// Trust lists globs of tools no session needs to approve; high-risk
+	// tools are never trusted this way.
+	Trust []string `koanf:"trust"`
+}
+
+// Audit is the [audit] table.
+type Audit struct {
+	Enabled bool `koanf:"enabled"`
+	// Path is the JSON-lines file; "" means the user's state directory.
+	Path string `koanf:"path"`
+}
+
+// Output is the [output] table: what calls keep of programs' output.
+type Output struct {
+	// SpoolDir holds sessions' full outputs ("" = the temp directory).
+	SpoolDir string `koanf:"spool_dir"`
+	// InlineBytes is the head and the tail of each stream a result shows.
+	InlineBytes int `koanf:"inline_bytes"`
+	// MaxSpoolBytes caps one stream's spool file.
+	MaxSpoolBytes int64 `koanf:"max_spool_bytes"`
+	// MaxOutputsPerSession is how many calls' outputs a session keeps.
+	MaxOutputsPerSession int `koanf:"max_outputs_per_session"`
+}
+
+// Shell is the [shell] table: the shell.exec tool.
+type Shell struct {
+	Enabled        bool          `koanf:"enabled"`
+	SandboxProfile string        `koanf:"sandbox_profile"`
+	AllowNetwork   bool          `koanf:"allow_network"`
+	Timeout        time.Duration `koanf:"timeout"`
 }
 
 // CommandTool is one [mcp.<name>] table: a tool that runs a program.

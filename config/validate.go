@@ -53,6 +53,9 @@ func (c *Config) validate() error {
 			return errKey(p("docs", "allowed_domains"), "docs.allowed_domains: %q is not a host name or *.suffix", d)
 		}
 	}
+	if err := c.validateExecution(); err != nil {
+		return err
+	}
 	for name, t := range c.Mcp {
 		if err := t.validate(name); err != nil {
 			return err
@@ -93,6 +96,50 @@ func (c *Config) validateHTTP() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
 			return errKey(p("http", "allowed_origins"), "http.allowed_origins: %q is not an origin like https://host[:port]", o)
 		}
+	}
+	return nil
+}
+
+// validateExecution checks [sandbox], [approvals], [audit], [output] and
+// [shell].
+func (c *Config) validateExecution() error {
+	sb := c.Sandbox
+	switch sb.Driver {
+	case "auto", "builtin", "bwrap":
+	default:
+		return errKey(p("sandbox", "driver"), "sandbox.driver must be auto, builtin or bwrap, got %q", sb.Driver)
+	}
+	switch {
+	case sb.MaxProcesses < 0:
+		return errKey(p("sandbox", "max_processes"), "sandbox.max_processes must not be negative")
+	case sb.MaxFileBytes < 0:
+		return errKey(p("sandbox", "max_file_bytes"), "sandbox.max_file_bytes must not be negative")
+	case sb.MaxOpenFiles < 0:
+		return errKey(p("sandbox", "max_open_files"), "sandbox.max_open_files must not be negative")
+	case sb.CPUSeconds < 0:
+		return errKey(p("sandbox", "cpu_seconds"), "sandbox.cpu_seconds must not be negative")
+	case sb.KillGrace <= 0:
+		return errKey(p("sandbox", "kill_grace"), "sandbox.kill_grace must be positive, got %s", sb.KillGrace)
+	case c.Approvals.Timeout <= 0:
+		return errKey(p("approvals", "timeout"), "approvals.timeout must be positive, got %s", c.Approvals.Timeout)
+	case c.Output.InlineBytes < 1024:
+		return errKey(p("output", "inline_bytes"), "output.inline_bytes must be at least 1024, got %d", c.Output.InlineBytes)
+	case c.Output.MaxSpoolBytes < 0:
+		return errKey(p("output", "max_spool_bytes"), "output.max_spool_bytes must not be negative")
+	case c.Output.MaxOutputsPerSession < 1:
+		return errKey(p("output", "max_outputs_per_session"), "output.max_outputs_per_session must be at least 1")
+	case c.Shell.Timeout <= 0:
+		return errKey(p("shell", "timeout"), "shell.timeout must be positive, got %s", c.Shell.Timeout)
+	}
+	for _, pat := range c.Approvals.Trust {
+		if _, err := path.Match(pat, ""); err != nil || pat == "" {
+			return errKey(p("approvals", "trust"), "approvals.trust: %q is not a valid glob", pat)
+		}
+	}
+	switch c.Shell.SandboxProfile {
+	case "default", "seatbelt", "none":
+	default:
+		return errKey(p("shell", "sandbox_profile"), "shell.sandbox_profile must be default, seatbelt or none, got %q", c.Shell.SandboxProfile)
 	}
 	return nil
 }

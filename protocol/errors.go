@@ -16,6 +16,9 @@ const (
 	// CodeServerBusy is returned when a session already has as many requests
 	// in flight as it may; the client should retry later.
 	CodeServerBusy = -32000
+	// CodeResourceNotFound answers resources/read for a URI the session
+	// does not (or no longer) hold, as the spec recommends.
+	CodeResourceNotFound = -32002
 )
 
 // NewError builds a JSON-RPC error; data, when not nil, is attached as the

@@ -5,11 +5,15 @@ import "encoding/json"
 // Method names troupe handles or sends. Requests expect a response;
 // notifications never get one.
 const (
-	MethodInitialize      = "initialize"
-	MethodPing            = "ping"
-	MethodToolsList       = "tools/list"
-	MethodToolsCall       = "tools/call"
-	MethodLoggingSetLevel = "logging/setLevel"
+	MethodInitialize             = "initialize"
+	MethodPing                   = "ping"
+	MethodToolsList              = "tools/list"
+	MethodToolsCall              = "tools/call"
+	MethodLoggingSetLevel        = "logging/setLevel"
+	MethodResourcesList          = "resources/list"
+	MethodResourcesRead          = "resources/read"
+	MethodResourcesTemplatesList = "resources/templates/list"
+	MethodElicitationCreate      = "elicitation/create"
 
 	NotificationInitialized      = "notifications/initialized"
 	NotificationCancelled        = "notifications/cancelled"
@@ -59,6 +63,9 @@ type InitializeResult struct {
 type ServerCapabilities struct {
 	Tools   *ToolsCapability `json:"tools,omitempty"`
 	Logging *struct{}        `json:"logging,omitempty"`
+	// Resources is set because calls' spooled output is served as
+	// resources (resource_link targets).
+	Resources *ResourcesCapability `json:"resources,omitempty"`
 }
 
 // ToolsCapability says the tool list may change during a session.
@@ -102,6 +109,10 @@ type ListToolsResult struct {
 // RequestMeta is the part of a request's _meta troupe reads.
 type RequestMeta struct {
 	ProgressToken json.RawMessage `json:"progressToken,omitempty"`
+	// TimeoutMs is troupe's extension (dev.troupe/timeoutMs): the client's
+	// own deadline for the call, which troupe honours when it is shorter
+	// than the tool's ceiling.
+	TimeoutMs *int64 `json:"dev.troupe/timeoutMs,omitempty"`
 }
 
 // CallToolParams is the tools/call request.
@@ -130,6 +141,9 @@ type Content struct {
 	URI      string          `json:"uri,omitempty"`
 	Name     string          `json:"name,omitempty"`
 	Resource json.RawMessage `json:"resource,omitempty"`
+	// Description and Size belong to resource_link blocks.
+	Description string `json:"description,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
 }
 
 // TextContent is a text block.

@@ -30,10 +30,10 @@ func features(v Version) (featureSet, bool) {
 		return featureSet{batches: true, audio: true, toolAnnotations: true, progressMessage: true}, true
 	case V20250618:
 		return featureSet{audio: true, toolAnnotations: true, progressMessage: true, structured: true,
-			titles: true, resourceLinks: true, meta: true}, true
+			titles: true, resourceLinks: true, meta: true, elicitation: true}, true
 	case V20251125:
 		return featureSet{audio: true, toolAnnotations: true, progressMessage: true, structured: true,
-			titles: true, resourceLinks: true, meta: true, icons: true}, true
+			titles: true, resourceLinks: true, meta: true, icons: true, elicitation: true, elicitModes: true}, true
 	}
 	return featureSet{}, false
 }
@@ -48,6 +48,8 @@ type featureSet struct {
 	resourceLinks   bool // resource_link content blocks
 	meta            bool // Tool._meta
 	icons           bool // icons on tools and Implementation, Implementation.description
+	elicitation     bool // elicitation/create exists
+	elicitModes     bool // elicitation has modes (form, url) and titled oneOf enums
 }
 
 // SupportedVersions lists the revisions troupe negotiates, oldest first.
@@ -92,6 +94,13 @@ func (v Version) HasProgressMessage() bool { return v.has().progressMessage }
 
 // HasResourceLinks reports whether resource_link content blocks exist.
 func (v Version) HasResourceLinks() bool { return v.has().resourceLinks }
+
+// HasElicitation reports whether the server may send elicitation/create.
+func (v Version) HasElicitation() bool { return v.has().elicitation }
+
+// HasElicitationModes reports whether elicitation requests carry a mode
+// and enums may be titled with oneOf (2025-11-25 on).
+func (v Version) HasElicitationModes() bool { return v.has().elicitModes }
 
 // HasAudio reports whether audio content blocks exist.
 func (v Version) HasAudio() bool { return v.has().audio }

@@ -84,6 +84,24 @@ type Output struct {
 	Stderr *Capture
 	store  *Store
 	closed bool
+
+	mu   sync.Mutex
+	exit *int
+}
+
+// SetExitStatus records how the call's program ended (its exit code, or
+// 128+signal), for the audit log.
+func (o *Output) SetExitStatus(code int) {
+	o.mu.Lock()
+	o.exit = &code
+	o.mu.Unlock()
+}
+
+// ExitStatus is what SetExitStatus recorded; nil when no program ended.
+func (o *Output) ExitStatus() *int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.exit
 }
 
 // NewOutput returns an output that keeps head and tail in memory only:

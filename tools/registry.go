@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -51,10 +52,12 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 				return nil, err
 			}
 		}
+		meta := spec.Safety.Meta()
+		maps.Copy(meta, spec.Meta)
 		e := &Entry{Tool: t, spec: spec, input: input, wire: protocol.Tool{
 			Name: spec.Name, Title: spec.Title, Description: spec.Description,
 			InputSchema: spec.InputSchema, OutputSchema: spec.OutputSchema,
-			Annotations: spec.Annotations, Meta: spec.Meta,
+			Annotations: spec.Annotations, Meta: meta,
 		}}
 		if e.wire.Annotations != nil && e.wire.Annotations.Title == "" && spec.Title != "" {
 			a := *e.wire.Annotations

@@ -53,6 +53,10 @@ func (s Safety) Meta() map[string]any {
 	if s.SandboxProfile != "" {
 		m[MetaSandboxProfile] = s.SandboxProfile
 		m[MetaAllowNetwork] = s.AllowNetwork
+	} else {
+		// In-process tools run no program: os.Root confines them to the
+		// workspace, and there is no process to sandbox.
+		m[MetaSandboxProfile] = "none"
 	}
 	if s.Timeout > 0 {
 		m[MetaDefaultTimeoutMs] = s.Timeout.Milliseconds()

@@ -23,8 +23,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"troupe/protocol"
+	"troupe/redact"
+	"troupe/spool"
 )
 
 // Tool is one callable tool.
@@ -63,6 +66,41 @@ type Request struct {
 	// nil when the session has none. Tools that run processes apply them
 	// before their configured ones.
 	Overrides *Overrides
+	// Output receives the stdout and stderr of the programs the call
+	// runs. troupe always sets it (spooled to disk, offered to the client
+	// as resources); a tool that runs no program ignores it.
+	Output *spool.Output
+	// Secrets are the server's secret values (resolved ${NAME}s); tools
+	// mask them, and their own secret-named env values, in output. nil
+	// masks nothing.
+	Secrets *redact.Redactor
+}
+
+// Preview is what a call will do, as far as an approval prompt, the
+// approval's binding hash and the audit log need to know before it runs.
+type Preview struct {
+	Cwd     string            // workspace-relative working directory ("." is the root)
+	Env     map[string]string // variables the call sets on top of the baseline (values may be secrets)
+	Command []string          // the argv a program-running call will execute
+	// Timeout is the call's own time limit (shell.exec's timeout_ms); 0
+	// means none. troupe enforces the smallest of it, the client's and
+	// the tool's ceiling.
+	Timeout time.Duration
+}
+
+// Stopper is implemented by tools that describe a call stopped at its
+// deadline in their own structured shape (from the output so far); the
+// invocation adds it as structuredContent of the deadline error.
+type Stopper interface {
+	Stopped(out *spool.Output, ran time.Duration) any
+}
+
+// Previewer is implemented by tools whose calls run in a working directory
+// with an environment (command tools, shell.exec). Preview fails with an
+// *Error when the call could not run at all (a cwd outside the workspace),
+// so the client is told before anyone is asked to approve it.
+type Previewer interface {
+	Preview(req *Request) (*Preview, error)
 }
 
 // Overrides are a session's working directory and environment variables,
@@ -99,6 +137,11 @@ type Reporter interface {
 	Progress(done, total float64, message string)
 	// Log sends a log message to the client, subject to the session's level.
 	Log(level protocol.LoggingLevel, data any)
+	// Ready blocks while the notifications this call sent and the client
+	// has not taken yet exceed the call's bound, or until ctx is done. A
+	// tool that streams output calls it before each send, so a slow client
+	// slows the tool down instead of growing the server's memory.
+	Ready(ctx context.Context) error
 }
 
 // Progress reports progress if anybody listens.

@@ -407,6 +407,9 @@ type recorder struct {
 	}
 }
 
+// Ready implements tools.Reporter; the recorder always keeps up.
+func (r *recorder) Ready(context.Context) error { return nil }
+
 func (r *recorder) Progress(done, total float64, message string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,0 +1,272 @@
+// Package gate decides what troupe's approval gate asks, binds and
+// answers. It holds the pure parts of the gate — which calls need a
+// person, the form the person sees, the hash an approval binds to, and the
+// refusal the model reads — so they can be tested without actors; the
+// approval actor in package actors does the asking.
+//
+// A call needs approval when its tool's tools.Safety says so
+// (RequiresApproval, or HighRisk, which no configuration can turn off).
+// A session may trust a tool for the rest of the session when a person
+// says so; the operator may trust tools that are not high-risk in the
+// configuration ([approvals] trust). Nothing else skips the question.
+package gate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"troupe/protocol"
+	"troupe/redact"
+	"troupe/tools"
+)
+
+// DefaultTimeout is how long a person has to answer when Policy.Timeout is
+// zero.
+const DefaultTimeout = 5 * time.Minute
+
+// maxShownArguments bounds the arguments quoted in a prompt.
+const maxShownArguments = 2048
+
+// Policy is the operator's part of the gate.
+type Policy struct {
+	// Timeout is how long an approval may wait for its answer.
+	Timeout time.Duration
+	// Trust lists glob patterns (path.Match) of tools that need no
+	// approval in any session. High-risk tools are never trusted this way.
+	Trust []string
+}
+
+// TimeoutOrDefault is p.Timeout, or DefaultTimeout when unset.
+func (p Policy) TimeoutOrDefault() time.Duration {
+	if p.Timeout > 0 {
+		return p.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Trusts reports whether the configuration trusts spec's tool.
+func (p Policy) Trusts(spec tools.Spec) bool {
+	if spec.Safety.HighRisk {
+		return false
+	}
+	for _, pat := range p.Trust {
+		if ok, _ := path.Match(pat, spec.Name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Call is one call as the gate sees it.
+type Call struct {
+	Spec      tools.Spec
+	Arguments json.RawMessage
+	Preview   *tools.Preview   // nil for tools that run no program
+	Secrets   *redact.Redactor // the server's secret values; nil means none
+}
+
+// Hash is the hex SHA-256 an approval binds to: the tool, its arguments
+// (canonical JSON), the working directory, the environment the call sets
+// and the sandbox profile. Two calls with the same hash do the same thing.
+func Hash(c Call) string {
+	var args any
+	_ = json.Unmarshal(c.Arguments, &args) // validated JSON; nil when absent
+	bound := struct {
+		Tool    string            `json:"tool"`
+		Args    any               `json:"args"`
+		Cwd     string            `json:"cwd"`
+		Env     map[string]string `json:"env"`
+		Command []string          `json:"command"`
+		Sandbox string            `json:"sandbox"`
+		Network bool              `json:"network"`
+	}{Tool: c.Spec.Name, Args: args, Sandbox: c.Spec.Safety.SandboxProfile, Network: c.Spec.Safety.AllowNetwork}
+	if c.Preview != nil {
+		bound.Cwd, bound.Env, bound.Command = c.Preview.Cwd, c.Preview.Env, c.Preview.Command
+	}
+	b, _ := json.Marshal(bound) // maps marshal with sorted keys: canonical
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Form is the elicitation/create request that asks a person about c, in
+// the shape revision v understands. It uses one enum field only, because
+// some clients (Codex) render no numbers, and the choices are: this call
+// once, this tool for the rest of the session, or deny.
+func Form(c Call, v protocol.Version, hash string) *protocol.ElicitRequestParams {
+	choices := []struct{ value, title string }{
+		{"once", "Allow this call once"},
+		{"session", "Allow " + c.Spec.Name + " for the rest of this session"},
+		{"deny", "Deny"},
+	}
+	field := map[string]any{
+		"type":        "string",
+		"title":       "Decision",
+		"description": "Whether troupe may run " + c.Spec.Name + " as described.",
+		"default":     "once",
+	}
+	if v.HasElicitationModes() {
+		var one []map[string]string
+		for _, ch := range choices {
+			one = append(one, map[string]string{"const": ch.value, "title": ch.title})
+		}
+		field["oneOf"] = one
+	} else {
+		var values, names []string
+		for _, ch := range choices {
+			values, names = append(values, ch.value), append(names, ch.title)
+		}
+		field["enum"], field["enumNames"] = values, names
+	}
+	p := &protocol.ElicitRequestParams{
+		Message: Message(c, hash),
+		RequestedSchema: protocol.ElicitSchema{Type: "object",
+			Properties: map[string]any{"decision": field}, Required: []string{"decision"}},
+		// Codex reads persist to offer "remember"; troupe never remembers
+		// beyond the session.
+		Meta: map[string]any{"persist": []string{"session"},
+			protocol.MetaPrefix + "approval": map[string]any{"tool": c.Spec.Name, "hash": hash}},
+	}
+	if v.HasElicitationModes() {
+		p.Mode = "form"
+	}
+	return p
+}
+
+// Message is the prompt's text: what will run, where, with what, and how
+// it is isolated. Secret values and secret-named arguments are masked.
+func Message(c Call, hash string) string {
+	var b strings.Builder
+	s := c.Spec
+	fmt.Fprintf(&b, "troupe asks before running the tool %s", s.Name)
+	if s.Safety.HighRisk {
+		b.WriteString(" (high risk)")
+	}
+	b.WriteString(".\n")
+	if d := firstLine(s.Description); d != "" {
+		fmt.Fprintf(&b, "What it does: %s\n", d)
+	}
+	if c.Preview != nil {
+		if len(c.Preview.Command) > 0 {
+			cmd, _ := json.Marshal(c.Preview.Command)
+			fmt.Fprintf(&b, "Command: %s\n", mask(c.Secrets, string(cmd)))
+		}
+		fmt.Fprintf(&b, "Working directory: %s (in the workspace)\n", c.Preview.Cwd)
+		if keys := envKeys(c.Preview.Env); keys != "" {
+			fmt.Fprintf(&b, "Environment it sets: %s\n", keys)
+		}
+	}
+	effects := "none declared"
+	if len(s.Safety.SideEffects) > 0 {
+		effects = strings.Join(s.Safety.SideEffects, ", ")
+	}
+	fmt.Fprintf(&b, "Side effects: %s\n", effects)
+	switch profile := s.Safety.SandboxProfile; profile {
+	case "":
+		b.WriteString("Isolation: runs inside troupe, confined to the workspace\n")
+	case "none":
+		b.WriteString("Sandbox: none (the program runs with troupe's full rights)\n")
+	default:
+		net := "network off"
+		if s.Safety.AllowNetwork {
+			net = "network allowed"
+		}
+		fmt.Fprintf(&b, "Sandbox: %s (writes only to the workspace and a private temp dir; %s)\n", profile, net)
+	}
+	fmt.Fprintf(&b, "Arguments: %s\n", shownArguments(c))
+	fmt.Fprintf(&b, "Call hash: %s", hash[:16])
+	return b.String()
+}
+
+// shownArguments renders the arguments with secret-named members and
+// known secret values masked, cut to maxShownArguments.
+func shownArguments(c Call) string {
+	var v any
+	if json.Unmarshal(c.Arguments, &v) != nil || v == nil {
+		return "{}"
+	}
+	b, _ := json.Marshal(maskSecretMembers(v))
+	text := mask(c.Secrets, string(b))
+	if len(text) > maxShownArguments {
+		text = text[:tools.UTF8Cut([]byte(text), maxShownArguments)] + fmt.Sprintf(" … (%d bytes in all)", len(text))
+	}
+	return text
+}
+
+// maskSecretMembers replaces the values of object members whose names
+// say they are secrets (token, password, api_key, ...).
+func maskSecretMembers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if redact.IsSecretKey(k) {
+				x[k] = redact.Mask
+			} else {
+				x[k] = maskSecretMembers(val)
+			}
+		}
+	case []any:
+		for i := range x {
+			x[i] = maskSecretMembers(x[i])
+		}
+	}
+	return v
+}
+
+func mask(r *redact.Redactor, s string) string {
+	if r == nil {
+		return s
+	}
+	return r.Replace(s)
+}
+
+// envKeys lists variable names, marking secret ones; values are never
+// shown.
+func envKeys(env map[string]string) string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		if redact.IsSecretKey(k) {
+			k += " (secret, value hidden)"
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// Refusal is the error a call gets when it was not approved: what
+// happened and how the operator or the person could allow it.
+func Refusal(spec tools.Spec, outcome, detail string, p Policy) *tools.Error {
+	var msg string
+	switch outcome {
+	case "unavailable":
+		msg = fmt.Sprintf("%s was not run: it needs a person's approval and this client cannot ask for it "+
+			"(it did not declare the elicitation capability in form mode, or the request failed).", spec.Name)
+	case "expired":
+		msg = fmt.Sprintf("%s was not run: nobody answered the approval request within %s.", spec.Name, p.TimeoutOrDefault())
+	default:
+		msg = fmt.Sprintf("%s was not run: the approval request was %s. Some clients decline every request "+
+			"without showing it (Codex exec does).", spec.Name, detail)
+	}
+	return &tools.Error{Kind: tools.KindPermissionDenied, Message: msg + " " + howToAllow(spec)}
+}
+
+func howToAllow(spec tools.Spec) string {
+	if spec.Safety.HighRisk {
+		return "It is high-risk, so troupe always asks a person first, whatever the configuration says: " +
+			"use a client that shows approval prompts (elicitation), such as the Codex TUI or the MCP Inspector, " +
+			"and choose to allow it once or for the session."
+	}
+	return fmt.Sprintf("To run it without asking, the operator can set requires_approval = false in its [mcp.%q] "+
+		"table or add it to [approvals] trust in troupe's config; or use a client that shows approval prompts.", spec.Name)
+}
