@@ -37,6 +37,7 @@ type invocation struct {
 	registry  *tools.Registry
 	timeout   time.Duration // the server's default call timeout
 	requested time.Duration // the client's own deadline (0: none)
+	progress  bool          // the client asked for progress (sent a progress token)
 	log       *slog.Logger
 	exec      *executorDeps
 	call      callContext
@@ -124,10 +125,10 @@ func (inv *invocation) start(ctx actor.Context) {
 		return
 	}
 	root := ctx.ActorSystem().Root
-	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(),
+	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress,
 		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
 		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}}
-	if p, ok := entry.Tool.(tools.Previewer); ok {
+	if p, ok := tools.Implements[tools.Previewer](entry.Tool); ok {
 		if inv.preview, err = p.Preview(inv.req); err != nil {
 			inv.toolFailed(ctx, err)
 			return
@@ -181,8 +182,7 @@ func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
 // log with the session, tool, arguments hash and correlation id.
 func (inv *invocation) decided(outcome, detail string) {
 	inv.decision = outcome
-	inv.log.Info("approval decision", "session", inv.call.session, "args_hash", inv.hash,
-		"outcome", outcome, "detail", detail)
+	inv.log.Info("approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
 }
 
 // run starts the executor under the call's effective deadline: the
@@ -231,7 +231,7 @@ func (inv *invocation) deadline(ctx actor.Context) {
 	ctx.Poison(inv.executor)
 	msg := fmt.Sprintf("%s did not finish within %s and was stopped.", inv.tool, inv.limit)
 	res := (&tools.Error{Kind: tools.KindDeadlineExceeded, Message: msg + excerpts(inv.req.Output)}).Result(inv.cid)
-	if s, ok := inv.entry.Tool.(tools.Stopper); ok {
+	if s, ok := tools.Implements[tools.Stopper](inv.entry.Tool); ok {
 		res.StructuredContent = s.Stopped(inv.req.Output, time.Since(inv.ran))
 	}
 	inv.answer(ctx, res, string(tools.KindDeadlineExceeded))

@@ -436,6 +436,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		call: callContext{session: s.id, trusted: s.trusted[p.Name], form: s.caps.FormElicitation() && s.version.HasElicitation(),
 			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor},
 	}
+	inv.progress = call.token != nil
 	if p.Meta != nil && p.Meta.TimeoutMs != nil && *p.Meta.TimeoutMs > 0 {
 		inv.requested = time.Duration(*p.Meta.TimeoutMs) * time.Millisecond
 	}

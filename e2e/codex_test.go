@@ -79,8 +79,8 @@ wire_api = "responses"
 // so Codex's default exec policy runs them without asking.
 func TestCodexListsAndCallsToolsOverStdio(t *testing.T) {
 	fx := newFixture(t)
-	servers := fmt.Sprintf("[mcp_servers.troupe]\ncommand = %q\nargs = [\"serve\", \"--workspace\", %q]\n",
-		troupeBinary(t), fx.dir)
+	servers := fmt.Sprintf("[mcp_servers.troupe]\ncommand = %q\nargs = [\"serve\", \"--workspace\", %q]\nenv = { XDG_STATE_HOME = %q }\n",
+		troupeBinary(t), fx.dir, stateHome)
 	codexCallsEachTool(t, fx, servers)
 }
 

@@ -77,6 +77,14 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(binDir)
+	// Servers write their audit log under $XDG_STATE_HOME: keep it out of
+	// the home directory of whoever runs the tests. Children started with
+	// a trimmed environment (the TS SDK, Codex) get it from serverEnv.
+	stateHome = filepath.Join(binDir, "state")
+	if err := os.Setenv("XDG_STATE_HOME", stateHome); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -199,7 +207,21 @@ func stdioTransport(t *testing.T, workspace string) transport {
 		Kind:    "stdio",
 		Command: troupeBinary(t),
 		Args:    []string{"serve", "--workspace", workspace, "--log-level", "debug"},
+		Env:     serverEnv(nil),
 	}
+}
+
+// stateHome is the servers' $XDG_STATE_HOME (their audit logs).
+var stateHome string
+
+// serverEnv is env plus what every troupe server of the tests needs, for
+// clients that start servers with a trimmed environment.
+func serverEnv(env map[string]string) map[string]string {
+	out := map[string]string{"XDG_STATE_HOME": stateHome}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
 }
 
 // runScenario runs sc through runner.mjs and returns its report, one

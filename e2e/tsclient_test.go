@@ -24,7 +24,7 @@ func TestTSClientStdio(t *testing.T) {
 func TestTSClientStdioBuiltinSearch(t *testing.T) {
 	fx := newFixture(t)
 	tr := stdioTransport(t, fx.dir)
-	tr.Env = map[string]string{"PATH": t.TempDir()}
+	tr.Env = serverEnv(map[string]string{"PATH": t.TempDir()})
 	runChecks(t, tr, toolChecks(fx))
 }
 

@@ -48,3 +48,24 @@ func (m *metaTool) Spec() Spec {
 func (m *metaTool) Call(ctx context.Context, req *Request) (*protocol.CallToolResult, error) {
 	return m.Tool.Call(ctx, req)
 }
+
+// Unwrap returns the wrapped tool.
+func (m *metaTool) Unwrap() Tool { return m.Tool }
+
+// Implements finds, in t or the tools it wraps (see WithMeta), one that
+// implements I: the optional interfaces (Previewer, Stopper) of a tool
+// survive wrapping.
+func Implements[I any](t Tool) (I, bool) {
+	for t != nil {
+		if i, ok := t.(I); ok {
+			return i, true
+		}
+		u, ok := t.(interface{ Unwrap() Tool })
+		if !ok {
+			break
+		}
+		t = u.Unwrap()
+	}
+	var zero I
+	return zero, false
+}

@@ -59,6 +59,9 @@ type Request struct {
 	Arguments json.RawMessage
 	// Reporter receives progress and log events; nil means nobody listens.
 	Reporter Reporter
+	// WantsProgress is set when the client asked for progress (its call
+	// carries a progress token): only then do tools stream their output.
+	WantsProgress bool
 	// Client asks the MCP client something on behalf of this call (ping,
 	// elicitation); nil when the call has no client to ask.
 	Client Client

@@ -80,7 +80,12 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 	}
 	defer ws.Close()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	reg, err := buildRegistry(cfg, ws, log)
+	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log})
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return 2
+	}
+	reg, err := buildRegistry(cfg, ws, sb, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return 1

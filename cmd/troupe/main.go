@@ -28,13 +28,18 @@ import (
 	"time"
 
 	"troupe/actors"
+	"troupe/audit"
 	"troupe/config"
+	"troupe/gate"
 	"troupe/logging"
 	"troupe/protocol"
+	"troupe/redact"
 	"troupe/sandbox"
+	"troupe/spool"
 	"troupe/tools"
 	"troupe/tools/command"
 	"troupe/tools/docs"
+	"troupe/tools/files"
 	"troupe/tools/repo"
 )
 
@@ -43,6 +48,11 @@ import (
 var version = ""
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		// troupe re-executed as its own sandbox helper: set up the
+		// isolation, then become the program (see package sandbox).
+		os.Exit(sandbox.HelperMain(os.Args[1:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -53,6 +63,7 @@ Usage:
   troupe config check     validate the configuration and print it, secrets masked
   troupe tools [--json]   list the tools troupe serves, with their metadata
   troupe codex-config     print the [mcp_servers.troupe] block for ~/.codex/config.toml
+  troupe audit verify [FILE]  check the audit log's hash chain (default: the configured log)
   troupe version          print the version
   troupe help             show this help
 
@@ -158,10 +169,19 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return 2
 	}
-	log := slog.New(handler)
+	// Every log line passes the redactor: resolved ${NAME} secrets never
+	// reach the log, whatever code logs them.
+	secrets := &redact.Live{}
+	secrets.Store(redact.New(cfg.Secrets...))
+	log := slog.New(redact.Handler(handler, secrets))
 	// Libraries that use the log package or slog's default must not reach
 	// stdout either.
 	slog.SetDefault(log)
+	// Sandboxed programs run as our uid: they must not read our secrets
+	// from /proc/<pid>/environ.
+	if err := sandbox.ProtectProcess(); err != nil {
+		log.Warn("cannot make the server process non-dumpable", "err", err)
+	}
 
 	// The protocol gets a private copy of stdout, and fd 1 is pointed at
 	// stderr: whatever else writes to stdout (a stray print in a library)
@@ -191,10 +211,24 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	}
 	defer ws.Close()
 
-	registry, err := buildRegistry(cfg, ws, log)
+	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log})
+	if err != nil {
+		log.Error("cannot set up the process sandbox", "err", err)
+		return 1
+	}
+	log.Info("process sandbox", "isolation", sb.Isolation().String())
+	registry, err := buildRegistry(cfg, ws, sb, log)
 	if err != nil {
 		log.Error("cannot build the tool registry", "err", err)
 		return 1
+	}
+	auditLog, err := openAudit(cfg, log)
+	if err != nil {
+		log.Error("cannot open the audit log", "err", err)
+		return 1
+	}
+	if auditLog != nil {
+		defer auditLog.Close()
 	}
 
 	host := actors.NewHost(actors.Options{
@@ -208,7 +242,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			PageSize:     cfg.Limits.PageSize,
 			MaxInFlight:  cfg.Limits.MaxInFlight,
 			CallTimeout:  cfg.Limits.CallTimeout,
+			Gate:         gate.Policy{Timeout: cfg.Approvals.Timeout, Trust: cfg.Approvals.Trust},
+			SpoolDir:     cfg.Output.SpoolDir,
+			Spool: spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
+				MaxOutputs: cfg.Output.MaxOutputsPerSession},
 		},
+		Audit:   auditLog,
+		Secrets: secrets,
 		MaxLineBytes: cfg.Limits.MaxLineBytes,
 		Grace:        cfg.Limits.ShutdownGrace,
 		HTTP: actors.HTTPOptions{
@@ -259,7 +299,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	defer stopWatch()
 	watcher := config.NewWatcher(cfg, loadOpts, 0, func(next *config.Config) {
 		flagsOver(next)
-		applyReload(cfg, next, ws, host, web, &level, log)
+		applyReload(cfg, next, ws, sb, host, web, &level, secrets, log)
 	}, func(err error) {
 		log.Error("config reload failed; keeping the last good configuration", "err", err)
 	})
@@ -366,14 +406,10 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 // buildRegistry registers every tool troupe serves, with where it comes
 // from, applies [tools] allow/deny, and warns about names Codex would
 // change.
-func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) (*tools.Registry, error) {
+func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, log *slog.Logger) (*tools.Registry, error) {
 	var regs []tools.Registration
 	firstParty := map[string]any{
-		tools.MetaRequiresApproval: false,
-		tools.MetaSandboxProfile:   "none", // in-process, confined to the workspace by os.Root
 		tools.MetaDefaultTimeoutMs: cfg.Limits.CallTimeout.Milliseconds(),
-		tools.MetaAllowsStreaming:  false,
-		tools.MetaSideEffects:      []string{},
 		tools.MetaVersion:          buildVersion(),
 		tools.MetaCwd:              ".",
 		tools.MetaEnvKeys:          []string{},
@@ -386,11 +422,25 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("docs.allowed_domains: %w", err)
 	}
-	fetchMeta := maps.Clone(firstParty)
-	fetchMeta[tools.MetaSideEffects] = []string{"network"}
-	regs = append(regs, tools.Registration{Tool: tools.WithMeta(fetch, fetchMeta), Source: "first-party"})
+	regs = append(regs, tools.Registration{Tool: tools.WithMeta(fetch, firstParty), Source: "first-party"})
+	for _, t := range files.Tools(ws) {
+		regs = append(regs, tools.Registration{Tool: tools.WithMeta(t, firstParty), Source: "first-party"})
+	}
+	limits := sandboxLimits(cfg)
+	if cfg.Shell.Enabled {
+		shell, err := command.Shell(command.ShellOptions{Workspace: ws.Dir(), SandboxProfile: cfg.Shell.SandboxProfile,
+			AllowNetwork: cfg.Shell.AllowNetwork, Sandbox: sb, Limits: limits, Timeout: cfg.Shell.Timeout,
+			KillGrace: cfg.Sandbox.KillGrace})
+		if err != nil {
+			log.Warn("shell.exec is not served", "err", err)
+		} else {
+			shellMeta := maps.Clone(firstParty)
+			delete(shellMeta, tools.MetaDefaultTimeoutMs) // its own ceiling, from [shell]
+			regs = append(regs, tools.Registration{Tool: tools.WithMeta(shell, shellMeta), Source: "first-party"})
+		}
+	}
 	if cfg.Features.EnableMcpServerSurface {
-		cmds, err := commandTools(cfg, ws)
+		cmds, err := commandTools(cfg, ws, sb, limits)
 		if err != nil {
 			return nil, err
 		}
@@ -409,6 +459,17 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) 
 		log.Warn("tool name: " + w)
 	}
 	for _, r := range regs {
+		spec := r.Tool.Spec()
+		if p := spec.Safety.SandboxProfile; p != "" && p != string(sandbox.ProfileNone) {
+			if err := sb.Check(sandbox.Policy{Profile: sandbox.Profile(p), Workspace: ws.Dir(),
+				AllowNetwork: spec.Safety.AllowNetwork, Limits: limits}); err != nil {
+				log.Warn("tool cannot run here: its sandbox profile cannot be enforced; calls will be refused",
+					"tool", spec.Name, "reason", err)
+			}
+		}
+		if spec.Safety.HighRisk && (gate.Policy{Trust: cfg.Approvals.Trust}).Trusts(tools.Spec{Name: spec.Name}) {
+			log.Warn("approvals.trust names a high-risk tool; it will still ask a person every time", "tool", spec.Name)
+		}
 		// First-party names are documented with their Codex form; a name
 		// someone configured deserves a word when Codex will show another.
 		if name := r.Tool.Spec().Name; r.Source != "first-party" && tools.CodexName(name) != name {
@@ -422,13 +483,14 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) 
 // (sessions get list_changed when their list changes; calls in flight keep
 // theirs), the log level and the HTTP bearer token. Keys that only take
 // effect at start are reported, not applied.
-func applyReload(cur, next *config.Config, ws *sandbox.Workspace, host *actors.Host, web *httpFront,
-	level *slog.LevelVar, log *slog.Logger) {
-	reg, err := buildRegistry(next, ws, log)
+func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, host *actors.Host, web *httpFront,
+	level *slog.LevelVar, secrets *redact.Live, log *slog.Logger) {
+	reg, err := buildRegistry(next, ws, sb, log)
 	if err != nil {
 		log.Error("config reload: the new tool set is invalid; keeping the last good configuration", "err", err)
 		return
 	}
+	secrets.Store(redact.New(next.Secrets...))
 	host.SetRegistry(reg)
 	if l, err := logging.ParseLevel(next.Logging.Level); err == nil {
 		level.Set(l)
@@ -437,14 +499,17 @@ func applyReload(cur, next *config.Config, ws *sandbox.Workspace, host *actors.H
 		web.handler.SetBearerToken(next.HTTP.Auth.BearerToken)
 	}
 	if next.Limits != cur.Limits || next.HTTP.Listen != cur.HTTP.Listen || next.HTTP.Path != cur.HTTP.Path ||
-		next.Server.Workspace != cur.Server.Workspace || next.Logging.Format != cur.Logging.Format {
-		log.Warn("config reload: [limits], http.listen, http.path, server.workspace and logging.format take effect at the next start")
+		next.Server.Workspace != cur.Server.Workspace || next.Logging.Format != cur.Logging.Format ||
+		next.Sandbox.Driver != cur.Sandbox.Driver || next.Audit != cur.Audit || next.Output != cur.Output ||
+		!slices.Equal(next.Approvals.Trust, cur.Approvals.Trust) || next.Approvals.Timeout != cur.Approvals.Timeout {
+		log.Warn("config reload: [limits], [approvals], [audit], [output], sandbox.driver, http.listen, http.path, " +
+			"server.workspace and logging.format take effect at the next start")
 	}
 	log.Info("configuration reloaded", "tools", reg.Len())
 }
 
 // commandTools builds the [mcp.<name>] tools, in name order.
-func commandTools(cfg *config.Config, ws *sandbox.Workspace) ([]tools.Registration, error) {
+func commandTools(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, limits sandbox.Limits) ([]tools.Registration, error) {
 	where := "the config"
 	if cfg.File != "" {
 		where = cfg.File
@@ -463,6 +528,7 @@ func commandTools(cfg *config.Config, ws *sandbox.Workspace) ([]tools.Registrati
 			Timeout: time.Duration(t.TimeoutMs) * time.Millisecond, Streaming: t.Streaming,
 			SideEffects: t.SideEffects, Version: t.Version, RequiresApproval: approval,
 			SandboxProfile: t.SandboxProfile, AllowNetwork: t.AllowNetwork,
+			Sandbox: sb, Limits: limits, KillGrace: cfg.Sandbox.KillGrace,
 		}, ws.Dir())
 		if err != nil {
 			return nil, fmt.Errorf("[mcp.%q] in %s: %w", name, where, err)
@@ -480,4 +546,31 @@ func commandTools(cfg *config.Config, ws *sandbox.Workspace) ([]tools.Registrati
 		})
 	}
 	return regs, nil
+}
+
+// sandboxLimits are the [sandbox] resource limits of every run.
+func sandboxLimits(cfg *config.Config) sandbox.Limits {
+	return sandbox.Limits{MaxProcesses: cfg.Sandbox.MaxProcesses, MaxFileBytes: cfg.Sandbox.MaxFileBytes,
+		MaxOpenFiles: cfg.Sandbox.MaxOpenFiles, CPUSeconds: cfg.Sandbox.CPUSeconds}
+}
+
+// openAudit opens the audit log [audit] asks for; nil when it is off.
+func openAudit(cfg *config.Config, log *slog.Logger) (*audit.Log, error) {
+	if !cfg.Audit.Enabled {
+		log.Warn("the audit log is off ([audit] enabled = false)")
+		return nil, nil
+	}
+	path := cfg.Audit.Path
+	if path == "" {
+		var err error
+		if path, err = audit.DefaultPath(); err != nil {
+			return nil, err
+		}
+	}
+	l, err := audit.Open(path, audit.Options{})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("audit log", "path", path)
+	return l, nil
 }

@@ -9,7 +9,17 @@
 //
 //   {"transport": {"kind": "stdio", "command": "...", "args": [...], "env": {...}, "cwd": "..."}
 //              | {"kind": "http", "url": "...", "headers": {...}},
-//    "steps": [{"op": "listTools"} | {"op": "callTool", "name": "...", "arguments": {...}}]}
+//    "steps": [{"op": "listTools"} | {"op": "callTool", "name": "...", "arguments": {...}, "progress": true}
+//             | {"op": "readResource", "uri": "..."}],
+//    "elicitation": [{"action": "accept", "content": {...}, "_meta": {...}} | {"action": "decline"}
+//                    | {"never": true}, ...]}
+//
+// With "elicitation", the client declares the elicitation capability and
+// answers the server's elicitation/create requests with the listed answers,
+// in order ({"never": true}: no answer until the server withdraws the
+// request); the requests it got are reported as "elicitations". A callTool
+// step with "progress" asks for progress notifications and reports how many
+// arrived as "progressCount".
 //
 // It prints one JSON document on stdout:
 //
@@ -24,6 +34,7 @@ import { readFile } from 'node:fs/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const EXIT_BAD_SCENARIO = 2;
 const EXIT_CANNOT_CONNECT = 3;
@@ -50,7 +61,8 @@ async function readScenario(path) {
   scenario.steps.forEach((step, i) => {
     if (step?.op === 'listTools') return;
     if (step?.op === 'callTool' && typeof step.name === 'string') return;
-    throw new ScenarioError(`step ${i}: want {"op":"listTools"} or {"op":"callTool","name":...}, got ${JSON.stringify(step)}`);
+    if (step?.op === 'readResource' && typeof step.uri === 'string') return;
+    throw new ScenarioError(`step ${i}: want {"op":"listTools"}, {"op":"callTool","name":...} or {"op":"readResource","uri":...}, got ${JSON.stringify(step)}`);
   });
   return scenario;
 }
@@ -100,10 +112,21 @@ async function listAllTools(client) {
 
 async function runStep(client, step) {
   try {
-    const result = step.op === 'listTools'
-      ? await listAllTools(client)
-      : await client.callTool({ name: step.name, arguments: step.arguments ?? {} });
-    return { ok: true, result };
+    let result;
+    let progressCount = 0;
+    if (step.op === 'listTools') {
+      result = await listAllTools(client);
+    } else if (step.op === 'readResource') {
+      result = await client.readResource({ uri: step.uri });
+    } else {
+      const options = { timeout: step.timeoutMs ?? 120000 };
+      if (step.progress) {
+        options.onprogress = () => { progressCount++; };
+        options.resetTimeoutOnProgress = true;
+      }
+      result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, options);
+    }
+    return step.progress ? { ok: true, result, progressCount } : { ok: true, result };
   } catch (err) {
     const error = { message: err?.message ?? String(err) };
     if (err?.code !== undefined) error.code = err.code;
@@ -125,7 +148,21 @@ async function main() {
     setProtocolVersion?.(version);
   };
 
-  const client = new Client({ name: 'troupe-e2e-tsclient', version: '0.0.0' });
+  const answers = scenario.elicitation;
+  const elicitations = [];
+  const client = new Client({ name: 'troupe-e2e-tsclient', version: '0.0.0' },
+    answers ? { capabilities: { elicitation: {} } } : undefined);
+  if (answers) {
+    client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
+      elicitations.push(request.params);
+      const answer = answers.shift() ?? { action: 'decline' };
+      if (!answer.never) return answer;
+      // Never answered: wait until the server withdraws the request.
+      return new Promise((_, reject) => {
+        extra.signal.addEventListener('abort', () => reject(new Error('withdrawn by the server')));
+      });
+    });
+  }
   try {
     await client.connect(transport);
   } catch (err) {
@@ -147,6 +184,7 @@ async function main() {
   await client.close();
 
   const report = { serverVersion: client.getServerVersion(), protocolVersion, steps };
+  if (answers) report.elicitations = elicitations;
   await new Promise((resolve) => process.stdout.write(JSON.stringify(report) + '\n', resolve));
   return 0;
 }

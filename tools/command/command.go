@@ -17,6 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"troupe/protocol"
+	"troupe/redact"
+	"troupe/sandbox"
+	"troupe/spool"
 	"troupe/tools"
 )
 
@@ -69,12 +72,25 @@ type Definition struct {
 	// while the program runs.
 	Streaming bool
 
-	// Carried into the Spec (annotations and _meta), not enforced here.
-	SideEffects      []string // e.g. "filesystem", "network"
-	Version          string
+	// SideEffects are declared hints ("filesystem", "network"): shown to
+	// clients and people; a tool declaring either is high-risk, so every
+	// call needs a person's approval.
+	SideEffects []string
+	Version     string
+	// RequiresApproval makes each call ask a person first (troupe's gate
+	// enforces it; see tools.Safety).
 	RequiresApproval bool
-	SandboxProfile   string // "" means "default"
-	AllowNetwork     bool
+	// SandboxProfile is how the program is isolated: "" or "default",
+	// "seatbelt" (the same on Linux) or "none" (trusted).
+	SandboxProfile string
+	// AllowNetwork lets the sandboxed program use the network (and makes
+	// the tool high-risk).
+	AllowNetwork bool
+	// Sandbox starts the programs of every profile but "none"; without
+	// it such a tool refuses to run (fail closed).
+	Sandbox *sandbox.Sandbox
+	// Limits are the resource limits of a sandboxed run.
+	Limits sandbox.Limits
 }
 
 // commandTool is a Definition checked and compiled.
@@ -88,6 +104,7 @@ type commandTool struct {
 	wsReal  string             // the same with symlinks resolved
 	timeout time.Duration
 	grace   time.Duration
+	profile sandbox.Profile
 }
 
 // New checks def and builds its tool, confined to the workspace directory.
@@ -113,7 +130,11 @@ func build(def Definition, workspace string) (*commandTool, error) {
 	if err := checkName(def.Name); err != nil {
 		return nil, err
 	}
-	t := &commandTool{def: def, base: baseEnv(), timeout: def.Timeout, grace: def.KillGrace}
+	profile, err := sandbox.ParseProfile(def.SandboxProfile)
+	if err != nil {
+		return nil, err
+	}
+	t := &commandTool{def: def, base: baseEnv(), timeout: def.Timeout, grace: def.KillGrace, profile: profile}
 	if t.timeout == 0 {
 		t.timeout = DefaultTimeout
 	}
@@ -124,7 +145,6 @@ func build(def Definition, workspace string) (*commandTool, error) {
 		return nil, errors.New("timeout and kill grace must not be negative")
 	}
 
-	var err error
 	if t.wsAbs, t.wsReal, err = workspaceDir(workspace); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
@@ -175,7 +195,7 @@ func build(def Definition, workspace string) (*commandTool, error) {
 			return nil, err
 		}
 	}
-	t.spec = makeSpec(def, input, t.timeout)
+	t.spec = makeSpec(def, input, t.timeout, profile)
 	return t, nil
 }
 
@@ -218,24 +238,13 @@ func compileObjectSchema(tool, which string, raw json.RawMessage) (*jsonschema.S
 // makeSpec describes the tool for tools/list. Annotations: never
 // read-only; destructive when any side effect is declared; open-world
 // when it may use the network.
-func makeSpec(def Definition, input json.RawMessage, timeout time.Duration) tools.Spec {
+func makeSpec(def Definition, input json.RawMessage, timeout time.Duration, profile sandbox.Profile) tools.Spec {
 	no := false
 	destructive := len(def.SideEffects) > 0
 	openWorld := def.AllowNetwork || slices.Contains(def.SideEffects, "network")
-	profile := def.SandboxProfile
-	if profile == "" {
-		profile = "default"
-	}
-	meta := map[string]any{
-		protocol.MetaPrefix + "requires_approval":  def.RequiresApproval,
-		protocol.MetaPrefix + "sandbox_profile":    profile,
-		protocol.MetaPrefix + "allow_network":      def.AllowNetwork,
-		protocol.MetaPrefix + "default_timeout_ms": timeout.Milliseconds(),
-		protocol.MetaPrefix + "allows_streaming":   def.Streaming,
-		protocol.MetaPrefix + "side_effects":       append([]string{}, def.SideEffects...),
-	}
+	var meta map[string]any
 	if def.Version != "" {
-		meta[protocol.MetaPrefix+"version"] = def.Version
+		meta = map[string]any{tools.MetaVersion: def.Version}
 	}
 	return tools.Spec{
 		Name:         def.Name,
@@ -250,18 +259,38 @@ func makeSpec(def Definition, input json.RawMessage, timeout time.Duration) tool
 			OpenWorldHint:   &openWorld,
 		},
 		Meta: meta,
+		Safety: tools.Safety{
+			RequiresApproval: def.RequiresApproval,
+			HighRisk:         HighRisk(def.SideEffects, def.AllowNetwork),
+			SandboxProfile:   string(profile),
+			AllowNetwork:     def.AllowNetwork,
+			SideEffects:      append([]string{}, def.SideEffects...),
+			Timeout:          timeout,
+			Streaming:        def.Streaming,
+		},
 	}
+}
+
+// HighRisk reports whether a tool with these declarations writes files or
+// reaches the network, which makes every call need a person's approval.
+func HighRisk(sideEffects []string, allowNetwork bool) bool {
+	return allowNetwork || slices.Contains(sideEffects, "filesystem") || slices.Contains(sideEffects, "network")
 }
 
 // Spec implements tools.Tool.
 func (t *commandTool) Spec() tools.Spec { return t.spec }
 
-// Call implements tools.Tool: it runs the program once (see the package
-// doc for what goes in and what comes out).
-func (t *commandTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+// prepared is one call resolved: what will run, where, with what.
+type prepared struct {
+	raw     json.RawMessage // the arguments, for stdin
+	argv    []string        // after the program
+	dir     string          // host path
+	env     map[string]string
+	session map[string]string // the session's own env overrides
+}
+
+// prepare resolves a call's argv, working directory and environment.
+func (t *commandTool) prepare(req *tools.Request) (*prepared, error) {
 	name := t.def.Name
 	raw := req.Arguments
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -275,7 +304,6 @@ func (t *commandTool) Call(ctx context.Context, req *tools.Request) (*protocol.C
 	if err != nil {
 		return nil, err
 	}
-
 	var over tools.Overrides
 	if req.Overrides != nil {
 		over = *req.Overrides
@@ -283,42 +311,144 @@ func (t *commandTool) Call(ctx context.Context, req *tools.Request) (*protocol.C
 	if err := checkEnv(over.Env); err != nil {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "%s: the session's %v", name, err)
 	}
-	env := mergeEnv(t.base, t.def.Env, over.Env)
 	dir, err := t.workDir(over.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	path, err := lookProgram(t.def.Command, env["PATH"])
-	if err != nil {
-		return nil, tools.Errorf(tools.KindInternal, "%s: command %q cannot be run: %v", name, t.def.Command, programProblem(err))
-	}
+	return &prepared{raw: raw, argv: argv, dir: dir, env: mergeEnv(t.base, t.def.Env, over.Env), session: over.Env}, nil
+}
 
-	redact := func(s string) string { return s }
-	if r := redactor(t.def.Env, over.Env); r != nil {
-		redact = r.Replace
+// Preview implements tools.Previewer: the argv, the workspace-relative
+// working directory and the variables the call sets.
+func (t *commandTool) Preview(req *tools.Request) (*tools.Preview, error) {
+	p, err := t.prepare(req)
+	if err != nil {
+		return nil, err
 	}
+	return &tools.Preview{Cwd: relDir(t.wsReal, p.dir), Env: mergeEnv(t.def.Env, p.session),
+		Command: append([]string{t.def.Command}, p.argv...)}, nil
+}
+
+// Call implements tools.Tool: it runs the program once (see the package
+// doc for what goes in and what comes out).
+func (t *commandTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := t.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	return execute(ctx, req, execution{
+		tool: t.def.Name, command: t.def.Command, argv: p.argv, dir: p.dir, env: p.env,
+		secretEnv: []map[string]string{t.def.Env, p.session}, stdin: p.raw,
+		timeout: t.timeout, grace: t.grace, streaming: t.def.Streaming,
+		sandbox: t.def.Sandbox, policy: sandbox.Policy{Profile: t.profile, Workspace: t.wsReal,
+			AllowNetwork: t.def.AllowNetwork, Limits: t.def.Limits},
+		finish: func(res *runResult, out *spool.Output, redact func(string) string) (*protocol.CallToolResult, error) {
+			return t.result(res, out, redact)
+		},
+	})
+}
+
+// execution is one program run as a tool call: everything execute needs,
+// from command tools and shell.exec alike.
+type execution struct {
+	tool      string
+	command   string // as configured or given: a path or a name on PATH
+	argv      []string
+	dir       string
+	env       map[string]string
+	secretEnv []map[string]string // env layers whose secret-named values are masked
+	stdin     []byte
+	timeout   time.Duration
+	grace     time.Duration
+	streaming bool
+	sandbox   *sandbox.Sandbox
+	policy    sandbox.Policy
+	// finish maps a run that ended (not stopped) to the result.
+	finish func(res *runResult, out *spool.Output, redact func(string) string) (*protocol.CallToolResult, error)
+}
+
+// execute runs e under its sandbox profile, with output going to the
+// call's spool, and maps what happened to a result or a tools.Error.
+func execute(ctx context.Context, req *tools.Request, e execution) (*protocol.CallToolResult, error) {
+	if e.policy.Profile != sandbox.ProfileNone {
+		if e.sandbox == nil {
+			return nil, tools.Errorf(tools.KindUnavailable,
+				"%s cannot run: its sandbox profile %q needs troupe's process sandbox, which this server was started without",
+				e.tool, e.policy.Profile)
+		}
+		if err := e.sandbox.Check(e.policy); err != nil {
+			return nil, tools.Errorf(tools.KindUnavailable, "%s cannot run: %v", e.tool, err)
+		}
+	}
+	path, err := lookProgram(e.command, e.env["PATH"])
+	if err != nil {
+		return nil, tools.Errorf(tools.KindInternal, "%s: command %q cannot be run: %v", e.tool, e.command, programProblem(err))
+	}
+	out := req.Output
+	if out == nil {
+		out = spool.NewOutput(spool.Limits{InlineBytes: MaxOutputBytes / 2})
+	}
+	var values []string
+	for _, layer := range e.secretEnv {
+		values = append(values, redact.EnvValues(layer)...)
+	}
+	masker := req.Secrets.With(values...)
+	stdout, stderr := masker.Writer(out.Stdout), masker.Writer(out.Stderr)
 	r := &run{
-		path: path, argv: append([]string{t.def.Command}, argv...), dir: dir, env: environ(env),
-		stdin: raw, timeout: t.timeout, grace: t.grace,
+		path: path, argv: append([]string{e.command}, e.argv...), dir: e.dir, env: environ(e.env),
+		stdin: e.stdin, timeout: e.timeout, grace: e.grace, stdout: stdout, stderr: stderr,
+		sandbox: e.sandbox, policy: e.policy,
 	}
-	if t.def.Streaming && req.Reporter != nil {
-		r.stream = newStreamer(req, name, redact)
+	if e.policy.Profile == sandbox.ProfileNone {
+		r.sandbox = nil
+	}
+	if e.streaming && req.WantsProgress && req.Reporter != nil {
+		r.stream = newStreamer(ctx, req, e.tool, masker.Replace)
 	}
 	res, err := r.exec(ctx)
 	if r.stream != nil {
 		r.stream.close()
 	}
+	stdout.Close()
+	stderr.Close()
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return nil, ctxErr
 	}
-	var se *startError
-	if errors.As(err, &se) {
-		return nil, tools.Errorf(tools.KindInternal, "%s: command %q could not be started: %v", name, t.def.Command, programProblem(se.err))
-	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, startFailure(e.tool, e.command, err)
 	}
-	return t.result(res, redact)
+	if ws, ok := res.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		out.SetExitStatus(128 + int(ws.Signal()))
+	} else if res.state != nil {
+		out.SetExitStatus(res.state.ExitCode())
+	}
+	if res.stopped {
+		return nil, &tools.Error{Kind: tools.KindDeadlineExceeded, Message: fmt.Sprintf(
+			"%s did not finish within %s and was stopped.%s", e.tool, e.timeout, excerpts(out))}
+	}
+	return e.finish(res, out, masker.Replace)
+}
+
+// startFailure maps a failed start to the error the client sees: the
+// sandbox refusing (permission_denied, with its reason), or the program
+// not starting (internal, with what the helper said).
+func startFailure(tool, command string, err error) error {
+	var se *startError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s: %w", tool, err)
+	}
+	var sbe *sandbox.StartError
+	if errors.As(se.err, &sbe) && sbe.Stage != "exec" {
+		msg := fmt.Sprintf("%s could not be started in its sandbox (%s: %v).", tool, sbe.Stage, programProblem(sbe.Err))
+		if sbe.Stderr != "" {
+			msg += " The sandbox said:\n" + sbe.Stderr
+		}
+		return &tools.Error{Kind: tools.KindInternal, Message: msg}
+	}
+	return tools.Errorf(tools.KindInternal, "%s: command %q could not be started: %v", tool, command, programProblem(se.err))
 }
 
 // workDir picks and checks the call's working directory: the session's,
@@ -361,66 +491,62 @@ func programProblem(err error) error {
 }
 
 // result maps a finished run to what the client gets.
-func (t *commandTool) result(res *runResult, redact func(string) string) (*protocol.CallToolResult, error) {
+func (t *commandTool) result(res *runResult, out *spool.Output, redact func(string) string) (*protocol.CallToolResult, error) {
 	name := t.def.Name
-	if res.stopped {
-		return nil, &tools.Error{Kind: tools.KindDeadlineExceeded, Message: fmt.Sprintf(
-			"%s did not finish within %s and was stopped.%s", name, t.timeout, excerpts(res, redact))}
-	}
 	if ws, ok := res.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return nil, &tools.Error{Kind: KindCommandFailed, Message: fmt.Sprintf(
-			"%s: the program was killed by signal %s (%s).%s", name, unix.SignalName(ws.Signal()), ws.Signal(), excerpts(res, redact))}
+			"%s: the program was killed by signal %s (%s).%s", name, unix.SignalName(ws.Signal()), ws.Signal(), excerpts(out))}
 	}
 	if code := res.state.ExitCode(); code != 0 {
 		return nil, &tools.Error{Kind: KindCommandFailed, Message: fmt.Sprintf(
-			"%s: the program exited with status %d.%s", name, code, excerpts(res, redact))}
+			"%s: the program exited with status %d.%s", name, code, excerpts(out))}
 	}
 
-	stdout := redact(res.stdout.text())
-	out := &protocol.CallToolResult{
-		Content: []protocol.Content{protocol.TextContent(stdout)},
+	result := &protocol.CallToolResult{
+		Content: []protocol.Content{protocol.TextContent(out.Stdout.Text())},
 		Meta: map[string]any{protocol.MetaPrefix + "process": map[string]any{
 			"exitCode":        0,
-			"stdoutBytes":     res.stdout.total,
-			"stderrBytes":     res.stderr.total,
-			"stdoutTruncated": res.stdout.truncated(),
+			"stdoutBytes":     out.Stdout.Total(),
+			"stderrBytes":     out.Stderr.Total(),
+			"stdoutTruncated": out.Stdout.Truncated(),
 			"durationMs":      res.duration.Milliseconds(),
 		}},
 	}
 	if t.output == nil {
-		return out, nil
+		return result, nil
 	}
-	structured, err := t.structured(res, stdout)
+	structured, err := t.structured(out.Stdout)
 	if err != nil {
 		return nil, err
 	}
-	out.StructuredContent = structured
-	return out, nil
+	result.StructuredContent = structured
+	return result, nil
 }
 
 // structured checks stdout against the output schema. A program whose
 // output breaks its declared contract is a fault of the tool, not of the
 // call's arguments, so the error is internal (with the violations, which
 // is what the operator needs to fix the program or the schema).
-func (t *commandTool) structured(res *runResult, stdout string) (json.RawMessage, error) {
+func (t *commandTool) structured(stdout *spool.Capture) (json.RawMessage, error) {
 	name := t.def.Name
-	if res.stdout.truncated() {
+	whole, ok := stdout.Bytes(MaxOutputBytes)
+	if !ok {
 		return nil, tools.Errorf(tools.KindInternal,
 			"%s: the output (%d bytes) is too large to check against the tool's output schema (limit %d bytes)",
-			name, res.stdout.total, MaxOutputBytes)
+			name, stdout.Total(), MaxOutputBytes)
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(stdout))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(whole))
 	if _, isObject := doc.(map[string]any); err != nil || !isObject {
 		return nil, tools.Errorf(tools.KindInternal,
 			"%s: the output is not a JSON object, as the tool's output schema requires. Output:\n%s",
-			name, res.stdout.last(stdoutExcerptBytes))
+			name, stdout.Last(stdoutExcerptBytes))
 	}
 	if err := t.output.Validate(doc); err != nil {
 		return nil, tools.Errorf(tools.KindInternal,
 			"%s: the output does not match the tool's output schema:\n%s", name, violations(err))
 	}
 	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(stdout)); err != nil {
+	if err := json.Compact(&b, whole); err != nil {
 		return nil, tools.Errorf(tools.KindInternal, "%s: the output is not valid JSON", name)
 	}
 	return json.RawMessage(b.Bytes()), nil
@@ -453,22 +579,21 @@ func violations(err error) string {
 }
 
 // excerpts is the end of stdout and stderr, for an error message.
-func excerpts(res *runResult, redact func(string) string) string {
+func excerpts(out *spool.Output) string {
 	var b strings.Builder
 	for _, o := range []struct {
-		name string
-		c    *capture
-		n    int
-	}{{"stdout", res.stdout, stdoutExcerptBytes}, {"stderr", res.stderr, stderrExcerptBytes}} {
-		switch {
-		case o.c.total == 0:
+		c *spool.Capture
+		n int
+	}{{out.Stdout, stdoutExcerptBytes}, {out.Stderr, stderrExcerptBytes}} {
+		switch total := o.c.Total(); {
+		case total == 0:
 			continue
-		case o.c.total <= int64(o.n):
-			fmt.Fprintf(&b, "\n\n%s:\n", o.name)
+		case total <= int64(o.n):
+			fmt.Fprintf(&b, "\n\n%s:\n", o.c.Name())
 		default:
-			fmt.Fprintf(&b, "\n\n%s (the last %d of %d bytes):\n", o.name, o.n, o.c.total)
+			fmt.Fprintf(&b, "\n\n%s (the last %d of %d bytes):\n", o.c.Name(), o.n, total)
 		}
-		b.WriteString(redact(o.c.last(o.n)))
+		b.WriteString(o.c.Last(o.n))
 	}
 	if b.Len() == 0 {
 		return " It wrote no output."

@@ -206,53 +206,12 @@ func dirError(tool, p, from string, err error) error {
 	return tools.Errorf(tools.KindInvalidArgument, "%s: working directory %q (%s) cannot be used", tool, p, from)
 }
 
-// secretNames are the parts of a variable name that mark its value as a
-// secret, to be kept out of what the model sees.
-var secretNames = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "API_KEY", "APIKEY", "PRIVATE_KEY", "ACCESS_KEY"}
-
-// minSecretLen keeps short values ("1", "yes") from being redacted
-// everywhere they happen to appear.
-const minSecretLen = 6
-
-// redactor replaces the values of secret-looking variables of the tool's
-// and the session's env with "[redacted]"; nil when there are none.
-func redactor(layers ...map[string]string) *strings.Replacer {
-	var secrets []string
-	for _, l := range layers {
-		for k, v := range l {
-			if len(v) >= minSecretLen && isSecretName(k) {
-				secrets = append(secrets, v)
-			}
-		}
+// relDir is dir relative to the workspace, slash-separated ("." for the
+// root), for prompts and audit records: never a host path.
+func relDir(wsReal, dir string) string {
+	rel, err := filepath.Rel(wsReal, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "."
 	}
-	if len(secrets) == 0 {
-		return nil
-	}
-	// Longest first: the replacer tries old strings in argument order, so
-	// a secret that starts with another is still replaced whole.
-	slices.SortFunc(secrets, func(a, b string) int {
-		if len(a) != len(b) {
-			return len(b) - len(a)
-		}
-		return strings.Compare(a, b)
-	})
-	secrets = slices.Compact(secrets)
-	pairs := make([]string, 0, 2*len(secrets))
-	for _, s := range secrets {
-		pairs = append(pairs, s, "[redacted]")
-	}
-	return strings.NewReplacer(pairs...)
-}
-
-func isSecretName(k string) bool {
-	k = strings.ToUpper(k)
-	if strings.HasSuffix(k, "_KEY") {
-		return true
-	}
-	for _, s := range secretNames {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return false
+	return filepath.ToSlash(rel)
 }

@@ -87,7 +87,7 @@ func TestSecretsAreRedacted(t *testing.T) {
 	tl := newTool(t, def, "")
 	rec := &recorder{}
 	over := &tools.Overrides{Env: map[string]string{"DB_PASSWORD": "hunter2hunter2"}}
-	out := callText(t, tl, nil, &tools.Request{Overrides: over, Reporter: rec})
+	out := callText(t, tl, nil, &tools.Request{Overrides: over, Reporter: rec, WantsProgress: true})
 	if want := "token=[redacted] pw=[redacted] plain=visible-value short=abc\n"; out != want {
 		t.Fatalf("output %q, want %q", out, want)
 	}

@@ -26,7 +26,9 @@ func Example() {
 		Name:        "greet",
 		Description: "Greets someone.",
 		Command:     "echo", // looked up on PATH
-		Args:        []string{"Hello,", "{name}"},
+		// Trusted: no process sandbox here (troupe serve gives tools one).
+		SandboxProfile: "none",
+		Args:           []string{"Hello,", "{name}"},
 		InputSchema: json.RawMessage(`{"type":"object",
 			"properties":{"name":{"type":"string"}},"required":["name"]}`),
 	}, workspace)
@@ -63,9 +65,10 @@ func ExampleNew_failure() {
 	defer os.RemoveAll(workspace)
 
 	check, err := command.New(command.Definition{
-		Name:    "check",
-		Command: "sh",
-		Args:    []string{"-c", `echo "config.toml: line 3: unknown key" >&2; exit 2`},
+		Name:           "check",
+		Command:        "sh",
+		SandboxProfile: "none",
+		Args:           []string{"-c", `echo "config.toml: line 3: unknown key" >&2; exit 2`},
 	}, workspace)
 	if err != nil {
 		log.Fatal(err)

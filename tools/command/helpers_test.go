@@ -17,6 +17,7 @@ import (
 
 	"troupe/protocol"
 	"troupe/tools"
+	"troupe/sandbox"
 	"troupe/tools/command"
 	"troupe/tools/tooltest"
 )
@@ -26,6 +27,11 @@ import (
 const helperVar = "COMMAND_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// The sandbox re-executes this binary as its helper (see
+	// sandbox.HelperMain), as troupe's main does.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		os.Exit(sandbox.HelperMain(os.Args[1:]))
+	}
 	if os.Getenv(helperVar) != "" {
 		helperMain()
 		return
@@ -82,8 +88,15 @@ func shDef(script string, extra ...string) command.Definition {
 }
 
 // newTool builds def in workspace (a fresh one when "").
+//
+// Tools without a profile run unsandboxed here: these tests are about the
+// process lifecycle and the mapping of results; sandbox_test.go runs
+// programs under the default profile.
 func newTool(t testing.TB, def command.Definition, workspace string) tools.Tool {
 	t.Helper()
+	if def.SandboxProfile == "" {
+		def.SandboxProfile = "none"
+	}
 	if workspace == "" {
 		workspace = t.TempDir()
 	}
@@ -230,6 +243,7 @@ func wantGone(t testing.TB, pids []int, d time.Duration) {
 
 // recorder is a tools.Reporter that keeps everything it is told.
 type recorder struct {
+	block    chan struct{} // when set, Ready waits for it to close
 	mu       sync.Mutex
 	progress []progressEvent
 	logs     []logEvent
@@ -256,6 +270,20 @@ func (r *recorder) Log(level protocol.LoggingLevel, data any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.logs = append(r.logs, logEvent{level, data.(map[string]any)})
+}
+
+// Ready implements tools.Reporter: a recorder keeps up with anything,
+// unless block is set (a stalled client).
+func (r *recorder) Ready(ctx context.Context) error {
+	if r.block == nil {
+		return nil
+	}
+	select {
+	case <-r.block:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // writeFile writes a file (and its directories) under dir.

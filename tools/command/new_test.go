@@ -95,8 +95,8 @@ func TestSpec(t *testing.T) {
 		destructive, open bool
 		meta              map[string]any
 	}{
-		{"defaults", command.Definition{Name: "a", Command: "true"}, false, false, map[string]any{
-			"requires_approval": false, "sandbox_profile": "default", "allow_network": false,
+		{"defaults", command.Definition{Name: "a", Command: "true", SandboxProfile: "default"}, false, false, map[string]any{
+			"requires_approval": false, "high_risk": false, "sandbox_profile": "default", "allow_network": false,
 			"default_timeout_ms": int64(120000), "allows_streaming": false, "side_effects": []string{},
 		}},
 		{"everything", command.Definition{
@@ -104,7 +104,7 @@ func TestSpec(t *testing.T) {
 			SideEffects: []string{"filesystem"}, Version: "1.2.0", RequiresApproval: true,
 			SandboxProfile: "seatbelt", AllowNetwork: true, Timeout: 1500 * time.Millisecond, Streaming: true,
 		}, true, true, map[string]any{
-			"requires_approval": true, "sandbox_profile": "seatbelt", "allow_network": true,
+			"requires_approval": true, "high_risk": true, "sandbox_profile": "seatbelt", "allow_network": true,
 			"default_timeout_ms": int64(1500), "allows_streaming": true, "side_effects": []string{"filesystem"},
 			"version": "1.2.0",
 		}},
@@ -122,8 +122,13 @@ func TestSpec(t *testing.T) {
 		for k, v := range c.meta {
 			want[protocol.MetaPrefix+k] = v
 		}
-		if !reflect.DeepEqual(spec.Meta, want) {
-			t.Errorf("%s: meta %v, want %v", c.name, spec.Meta, want)
+		reg, err := tools.NewRegistry(newTool(t, c.def, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, _ := reg.Page(0, 1)
+		if !reflect.DeepEqual(listed[0].Meta, want) {
+			t.Errorf("%s: meta %v, want %v", c.name, listed[0].Meta, want)
 		}
 		if spec.Name != c.def.Name || spec.Title != c.def.DisplayName || a.Title != c.def.DisplayName || spec.Description != c.def.Description {
 			t.Errorf("%s: spec %+v", c.name, spec)

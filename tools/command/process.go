@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 	"time"
+
+	"troupe/sandbox"
 )
 
 // DefaultKillGrace is how long a stopped program's process group has
@@ -30,14 +33,20 @@ type run struct {
 	timeout time.Duration
 	grace   time.Duration
 	stream  *streamer // nil unless the tool streams and someone listens
+	// stdout and stderr receive the program's output (the call's spool,
+	// through a redacting writer); they must not block for long.
+	stdout, stderr io.Writer
+	// sandbox starts the program under policy; nil starts it directly
+	// (profile "none"), still as the leader of its own process group.
+	sandbox *sandbox.Sandbox
+	policy  sandbox.Policy
 }
 
 // runResult is what a finished run leaves.
 type runResult struct {
-	stdout, stderr *capture
-	state          *os.ProcessState
-	stopped        bool // SIGTERM was sent (timeout or cancellation) before the program exited
-	duration       time.Duration
+	state    *os.ProcessState
+	stopped  bool // SIGTERM was sent (timeout or cancellation) before the program exited
+	duration time.Duration
 }
 
 // startError is the failure of a program to start.
@@ -86,7 +95,6 @@ func (r *run) exec(ctx context.Context) (*runResult, error) {
 	cmd.Env = r.env
 	cmd.Stdin = bytes.NewReader(r.stdin)
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	g := &group{grace: r.grace, graceOver: make(chan struct{})}
 	cmd.Cancel = func() error { return g.terminate(cmd.Process.Pid) }
 	// Wait is only called once the leader has exited and the group is
@@ -97,7 +105,13 @@ func (r *run) exec(ctx context.Context) (*runResult, error) {
 	cmd.WaitDelay = r.grace + drainDelay
 
 	started := time.Now()
-	err = cmd.Start()
+	var proc *sandbox.Process
+	if r.sandbox != nil {
+		proc, err = r.sandbox.Start(r.policy, cmd)
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err = cmd.Start()
+	}
 	outW.Close() // the child holds its own copies now
 	errW.Close()
 	if err != nil {
@@ -107,17 +121,18 @@ func (r *run) exec(ctx context.Context) (*runResult, error) {
 			return nil, ctx.Err()
 		}
 		if runCtx.Err() != nil { // a timeout too short to start anything
-			return &runResult{stdout: newCapture(0), stderr: newCapture(0), stopped: true}, nil
+			return &runResult{stopped: true}, nil
 		}
 		return nil, &startError{err}
 	}
 	pid := cmd.Process.Pid
+	g.setProcess(proc)
 
-	res := &runResult{stdout: newCapture(MaxOutputBytes), stderr: newCapture(MaxOutputBytes)}
+	res := &runResult{}
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go r.read(&readers, outR, res.stdout, stdoutStream)
-	go r.read(&readers, errR, res.stderr, stderrStream)
+	go r.read(ctx, &readers, outR, r.stdout, stdoutStream)
+	go r.read(ctx, &readers, errR, r.stderr, stderrStream)
 	readersDone := make(chan struct{})
 	go func() {
 		readers.Wait()
@@ -135,6 +150,13 @@ func (r *run) exec(ctx context.Context) (*runResult, error) {
 	}
 	g.kill()
 	waitErr := cmd.Wait()
+	if proc != nil {
+		// Kills whatever left the group but not the run's cgroup, and
+		// removes the private temp dir.
+		if err := proc.Release(); err != nil && waitErr == nil {
+			waitErr = err
+		}
+	}
 
 	drain := time.NewTimer(drainDelay)
 	select {
@@ -157,17 +179,18 @@ func (r *run) exec(ctx context.Context) (*runResult, error) {
 	return res, nil
 }
 
-// read copies one output pipe into its capture (and the streamer) until
-// the pipe ends or is closed.
-func (r *run) read(wg *sync.WaitGroup, f *os.File, c *capture, stream int) {
+// read copies one output pipe into its writer (and the streamer) until
+// the pipe ends or is closed. While the streamer's queue is full (the
+// client is slow), read waits, and the program blocks on a full pipe.
+func (r *run) read(ctx context.Context, wg *sync.WaitGroup, f *os.File, w io.Writer, stream int) {
 	defer wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			c.Write(buf[:n])
+			_, _ = w.Write(buf[:n]) // spool writers do not fail
 			if r.stream != nil {
-				r.stream.write(stream, buf[:n])
+				r.stream.write(ctx, stream, buf[:n])
 			}
 		}
 		if err != nil {
@@ -184,6 +207,8 @@ func (r *run) read(wg *sync.WaitGroup, f *os.File, c *capture, stream int) {
 type group struct {
 	grace     time.Duration
 	graceOver chan struct{} // closed when SIGKILL has followed SIGTERM
+
+	proc *sandbox.Process // nil when started without the sandbox
 
 	mu         sync.Mutex
 	pid        int
@@ -208,11 +233,22 @@ func (g *group) terminate(pid int) error {
 		g.mu.Lock()
 		if !g.done {
 			signalGroup(g.pid, syscall.SIGKILL)
+			if g.proc != nil {
+				g.proc.Kill()
+			}
 		}
 		g.mu.Unlock()
 		close(g.graceOver)
 	})
 	return nil
+}
+
+// setProcess records the sandboxed process, whose Kill also reaches
+// members of its cgroup that left the group.
+func (g *group) setProcess(p *sandbox.Process) {
+	g.mu.Lock()
+	g.proc = p
+	g.mu.Unlock()
 }
 
 // leaderExited records that the leader has exited and reports whether the
@@ -231,6 +267,9 @@ func (g *group) kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	signalGroup(g.pid, syscall.SIGKILL)
+	if g.proc != nil {
+		g.proc.Kill()
+	}
 	g.done = true
 	if g.timer != nil {
 		g.timer.Stop()

@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -14,13 +15,18 @@ import (
 const (
 	// streamInterval is how often buffered lines are sent: at most ten
 	// progress notifications a second, and at most ten log messages a
-	// second for each of stdout and stderr.
+	// second for each of stdout and stderr, unless a batch fills up
+	// (maxPendingBytes): then it goes at once, as fast as the client
+	// takes it.
 	streamInterval = 100 * time.Millisecond
 	// maxStreamLine is where a long line is cut; the rest of it, up to the
 	// next newline, is dropped from the stream (not from the result).
 	maxStreamLine = 4 << 10
 	// maxPendingBytes bounds the lines waiting for the next send, per
-	// stream; lines beyond it are counted and dropped.
+	// stream. When it is reached the pipe readers wait for the next send,
+	// and the sends wait for the client (tools.Reporter.Ready): a slow
+	// client slows the program down. Lines are dropped (and counted) only
+	// once the call is being stopped.
 	maxPendingBytes = 64 << 10
 )
 
@@ -32,16 +38,19 @@ const (
 
 // streamer forwards a running program's output lines to the client as
 // progress and log notifications. The readers of the program's pipes hand
-// it chunks and never wait: lines pile up (boundedly) and a ticker
-// goroutine sends them in batches, so a chatty program neither floods the
-// client nor slows down.
+// it chunks; lines pile up (boundedly) and a ticker goroutine sends them in
+// batches, so a chatty program does not flood the client, and a slow
+// client makes the readers wait rather than the queue grow.
 type streamer struct {
+	ctx    context.Context // the call's: waiting ends with it
 	req    *tools.Request
 	tool   string
 	redact func(string) string
 
 	mu      sync.Mutex
 	streams [2]lineBuffer
+	room    chan struct{} // signalled after each send: writers may go on
+	full    chan struct{} // signalled by a writer that found the queue full: send now
 
 	sent float64 // lines sent so far: the progress counter (ticker goroutine only)
 	stop chan struct{}
@@ -59,15 +68,33 @@ type lineBuffer struct {
 
 // newStreamer starts the ticker; close must be called once the readers
 // are done.
-func newStreamer(req *tools.Request, tool string, redact func(string) string) *streamer {
-	s := &streamer{req: req, tool: tool, redact: redact, stop: make(chan struct{}), done: make(chan struct{})}
+func newStreamer(ctx context.Context, req *tools.Request, tool string, redact func(string) string) *streamer {
+	s := &streamer{ctx: ctx, req: req, tool: tool, redact: redact, room: make(chan struct{}, 1),
+		full: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s
 }
 
-// write takes a chunk of the stream's output.
-func (s *streamer) write(stream int, p []byte) {
-	s.mu.Lock()
+// write takes a chunk of the stream's output, first waiting while the
+// lines not yet sent fill the queue (unless ctx is done: then the chunk
+// is taken and, if there is no room, its lines are counted as dropped).
+func (s *streamer) write(ctx context.Context, stream int, p []byte) {
+	for {
+		s.mu.Lock()
+		if s.streams[stream].bytes < maxPendingBytes || ctx.Err() != nil {
+			break
+		}
+		s.mu.Unlock()
+		select {
+		case s.full <- struct{}{}:
+		default:
+		}
+		select {
+		case <-s.room:
+		case <-ctx.Done():
+		case <-s.stop:
+		}
+	}
 	defer s.mu.Unlock()
 	b := &s.streams[stream]
 	for len(p) > 0 {
@@ -110,7 +137,9 @@ func (b *lineBuffer) endLine() {
 }
 
 func (b *lineBuffer) add(line string) {
-	if b.bytes+len(line)+1 > maxPendingBytes { // +1: the newline that joins it
+	// Twice the bound: write waits at the bound, but one chunk (32 KiB)
+	// may take the buffer over it.
+	if b.bytes+len(line)+1 > 2*maxPendingBytes { // +1: the newline that joins it
 		b.dropped++
 		return
 	}
@@ -134,6 +163,10 @@ func (s *streamer) loop() {
 	for {
 		select {
 		case <-t.C:
+			s.flush()
+		case <-s.full:
+			// A full queue goes out at once: the interval limits how
+			// often few lines are sent, not how fast many may flow.
 			s.flush()
 		case <-s.stop:
 			s.flush()
@@ -160,6 +193,12 @@ func (s *streamer) flush() {
 		b.lines, b.bytes, b.dropped = nil, 0, 0
 	}
 	s.mu.Unlock()
+	defer func() {
+		select {
+		case s.room <- struct{}{}:
+		default:
+		}
+	}()
 
 	n := 0
 	var newest string
@@ -171,6 +210,9 @@ func (s *streamer) flush() {
 	}
 	if n == 0 {
 		return
+	}
+	if s.req.Reporter != nil && s.req.Reporter.Ready(s.ctx) != nil {
+		return // the call is over; nobody will read these lines
 	}
 	s.sent += float64(n)
 	s.req.Progress(s.sent, 0, validText(s.redact(newest)))
