@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
@@ -37,6 +38,10 @@ type toolNotice struct {
 	// written must be called once the notice is written to the client or
 	// dropped; it returns the notice's bytes to the call's flow.
 	written func()
+	// paced marks notices of a tool that waits in Reporter.Ready: the
+	// client's own pace limits them, so the session's log rate limit
+	// (meant for tools that log without looking) does not drop them.
+	paced bool
 }
 
 // reporter implements tools.Reporter by messaging the session. Progress
@@ -47,6 +52,7 @@ type reporter struct {
 	id      jsonrpc2.ID
 	tool    string
 	flow    flow
+	paced   atomic.Bool // the tool has called Ready: it follows the client's pace
 }
 
 func newReporter(root *actor.RootContext, session *actor.PID, id jsonrpc2.ID, tool string) *reporter {
@@ -63,17 +69,17 @@ func (r *reporter) Progress(done, total float64, message string) {
 
 // Log implements tools.Reporter.
 func (r *reporter) Log(level protocol.LoggingLevel, data any) {
-	n := noticeOverhead
-	if s, ok := data.(string); ok {
-		n += len(s)
-	}
+	n := noticeOverhead + approxSize(data)
 	r.flow.add(n)
 	r.root.Send(r.session, &toolNotice{id: r.id, tool: r.tool, isLog: true, level: level, data: data,
-		written: func() { r.flow.release(n) }})
+		written: func() { r.flow.release(n) }, paced: r.paced.Load()})
 }
 
 // Ready implements tools.Reporter.
-func (r *reporter) Ready(ctx context.Context) error { return r.flow.wait(ctx, maxUnwrittenBytes) }
+func (r *reporter) Ready(ctx context.Context) error {
+	r.paced.Store(true)
+	return r.flow.wait(ctx, maxUnwrittenBytes)
+}
 
 // flow counts a call's notification bytes between the tool and the
 // client. The zero value is ready to use.
@@ -121,4 +127,32 @@ func (f *flow) wait(ctx context.Context, limit int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// approxSize is about how many bytes data takes on the wire: the strings
+// it holds (which is where a tool's output is), and a little for the rest.
+func approxSize(data any) int {
+	switch v := data.(type) {
+	case string:
+		return len(v)
+	case map[string]any:
+		n := 0
+		for k, e := range v {
+			n += len(k) + 4 + approxSize(e)
+		}
+		return n
+	case []any:
+		n := 0
+		for _, e := range v {
+			n += 1 + approxSize(e)
+		}
+		return n
+	case []string:
+		n := 0
+		for _, e := range v {
+			n += 3 + len(e)
+		}
+		return n
+	}
+	return 16
 }

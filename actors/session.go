@@ -628,7 +628,7 @@ func (s *session) notice(n *toolNotice) {
 		return
 	}
 	if n.isLog {
-		if !s.level.Allows(n.level) || !s.limiter.Allow() {
+		if !s.level.Allows(n.level) || (!n.paced && !s.limiter.Allow()) {
 			return
 		}
 		sent = s.notifyWritten(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data}, &n.id, n.written)

@@ -136,6 +136,10 @@ func raceEnabled() bool {
 type scenario struct {
 	Transport transport `json:"transport"`
 	Steps     []step    `json:"steps"`
+	// Elicitation, when set, makes the client declare the elicitation
+	// capability and answer the server's requests with these, in order
+	// ({"never": true}: no answer).
+	Elicitation []map[string]any `json:"elicitation,omitempty"`
 }
 
 // transport says how the runner reaches the server: Kind "stdio" spawns
@@ -165,9 +169,10 @@ func callTool(name string, args any) step {
 
 // result is the runner's report.
 type result struct {
-	ServerVersion   *implementation `json:"serverVersion"`
-	ProtocolVersion string          `json:"protocolVersion"`
-	Steps           []stepResult    `json:"steps"`
+	ServerVersion   *implementation   `json:"serverVersion"`
+	ProtocolVersion string            `json:"protocolVersion"`
+	Steps           []stepResult      `json:"steps"`
+	Elicitations    []json.RawMessage `json:"elicitations"`
 }
 
 type implementation struct {

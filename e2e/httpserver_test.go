@@ -50,13 +50,13 @@ var errPortTaken = errors.New("the port was taken")
 // startHTTPServer runs `troupe serve --http` on workspace. A non-empty token
 // is required of every MCP request, handed over as troupe's documented way:
 // --bearer-token-env and the variable in its environment.
-func startHTTPServer(t *testing.T, workspace, token string) *httpServer {
+func startHTTPServer(t *testing.T, workspace, token string, extra ...string) *httpServer {
 	t.Helper()
 	bin := troupeBinary(t)
 	var err error
 	for range 5 {
 		var s *httpServer
-		if s, err = tryStartHTTP(bin, workspace, token); err == nil {
+		if s, err = tryStartHTTP(bin, workspace, token, extra); err == nil {
 			t.Cleanup(func() { s.stop(t) })
 			return s
 		}
@@ -68,7 +68,7 @@ func startHTTPServer(t *testing.T, workspace, token string) *httpServer {
 	return nil
 }
 
-func tryStartHTTP(bin, workspace, token string) (*httpServer, error) {
+func tryStartHTTP(bin, workspace, token string, extra []string) (*httpServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func tryStartHTTP(bin, workspace, token string) (*httpServer, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	s := &httpServer{base: "http://" + addr, url: "http://" + addr + "/mcp", token: token,
 		log: &lockedWriter{b: &strings.Builder{}}, exited: make(chan struct{})}
-	args := []string{"serve", "--workspace", workspace, "--http", addr, "--log-level", "debug"}
+	args := append([]string{"serve", "--workspace", workspace, "--http", addr, "--log-level", "debug"}, extra...)
 	env := withoutVar(os.Environ(), tokenEnv)
 	if token != "" {
 		args = append(args, "--bearer-token-env", tokenEnv)
