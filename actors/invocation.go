@@ -58,13 +58,13 @@ type invocation struct {
 
 // callContext is what the session knows that a call's gate and run need.
 type callContext struct {
-	session  string // session id, for logs and audit records
-	trusted  bool   // a person trusted this tool for the session
-	form     bool   // the client can show an approval form
-	version  protocol.Version
-	gate     gate.Policy
-	store    *spool.Store // the session's spooled outputs; nil keeps output in memory only
-	auditor  *actor.PID   // nil: no audit log
+	session string // session id, for logs and audit records
+	trusted bool   // a person trusted this tool for the session
+	form    bool   // the client can show an approval form
+	version protocol.Version
+	gate    gate.Policy
+	store   *spool.Store // the session's spooled outputs; nil keeps output in memory only
+	auditor *actor.PID   // nil: no audit log
 }
 
 // executorResult is what an executor reports to its invocation.

@@ -26,9 +26,13 @@ func TestHashBindsEverythingThatChangesTheCall(t *testing.T) {
 		t.Fatal("hash depends on JSON spelling")
 	}
 	for name, change := range map[string]func(*gate.Call){
-		"args":    func(c *gate.Call) { c.Arguments = json.RawMessage(`{"command":["rm"]}`) },
-		"cwd":     func(c *gate.Call) { c.Preview = &tools.Preview{Cwd: "b", Env: base.Preview.Env, Command: []string{"ls"}} },
-		"env":     func(c *gate.Call) { c.Preview = &tools.Preview{Cwd: "a", Env: map[string]string{"X": "2"}, Command: []string{"ls"}} },
+		"args": func(c *gate.Call) { c.Arguments = json.RawMessage(`{"command":["rm"]}`) },
+		"cwd": func(c *gate.Call) {
+			c.Preview = &tools.Preview{Cwd: "b", Env: base.Preview.Env, Command: []string{"ls"}}
+		},
+		"env": func(c *gate.Call) {
+			c.Preview = &tools.Preview{Cwd: "a", Env: map[string]string{"X": "2"}, Command: []string{"ls"}}
+		},
 		"profile": func(c *gate.Call) { c.Spec.Safety.SandboxProfile = "none" },
 		"tool":    func(c *gate.Call) { c.Spec.Name = "other" },
 	} {

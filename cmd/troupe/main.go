@@ -247,8 +247,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			Spool: spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
 				MaxOutputs: cfg.Output.MaxOutputsPerSession},
 		},
-		Audit:   auditLog,
-		Secrets: secrets,
+		Audit:        auditLog,
+		Secrets:      secrets,
 		MaxLineBytes: cfg.Limits.MaxLineBytes,
 		Grace:        cfg.Limits.ShutdownGrace,
 		HTTP: actors.HTTPOptions{

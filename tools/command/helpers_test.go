@@ -16,8 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"troupe/protocol"
-	"troupe/tools"
 	"troupe/sandbox"
+	"troupe/tools"
 	"troupe/tools/command"
 	"troupe/tools/tooltest"
 )
