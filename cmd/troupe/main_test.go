@@ -6,7 +6,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"troupe/sandbox"
 )
+
+// TestMain lets the test binary play troupe's sandbox helper, as main
+// does: sandbox.New probes by re-executing the running binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		os.Exit(sandbox.HelperMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
 
 // TestCommandLineErrors covers the paths that end before serving: each
 // exits non-zero with a message on stderr and writes nothing to stdout.
@@ -121,7 +132,9 @@ func TestToolsCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(list.Tools) != 3 || list.Tools[1].Name != "repo.readFile" || list.Tools[1].Meta["dev.troupe/requires_approval"] != false {
+	// docs.fetch, fs.writeFile, repo.readFile, repo.ripgrep, shell.exec.
+	if len(list.Tools) != 5 || list.Tools[2].Name != "repo.readFile" || list.Tools[2].Meta["dev.troupe/requires_approval"] != false ||
+		list.Tools[4].Name != "shell.exec" || list.Tools[4].Meta["dev.troupe/high_risk"] != true {
 		t.Fatalf("tools --json: %s", out)
 	}
 	if text := runOK(t, "tools", "--workspace", ws); !strings.Contains(text, "mcp__troupe / repo_readFile") {
