@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -151,5 +152,27 @@ func TestAuditLogVerifies(t *testing.T) {
 	os.WriteFile(log, []byte(edited), 0o600)
 	if out, err := verify(); err == nil || !strings.Contains(out, "line 1") {
 		t.Fatalf("an edited record verified: %s", out)
+	}
+}
+
+// A sandboxed program cannot read the server's secrets: not from its own
+// environment (troupe passes a minimal one) nor from the server's through
+// /proc (troupe is not dumpable).
+func TestSandboxedProgramCannotReadServerSecrets(t *testing.T) {
+	secret := "troupe-e2e-secret-" + strconv.Itoa(os.Getpid())
+	t.Setenv("TROUPE_E2E_API_TOKEN", secret)
+	fx := newFixture(t)
+	s := startServer(t, fx.dir)
+	s.initializeWithElicitation()
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell.exec","arguments":{"command":["sh","-c",` +
+		`"env; cat /proc/$PPID/environ; tr '\\0' '\\n' < /proc/$PPID/environ; echo done"]}}}`)
+	s.approveNext()
+	m := s.recv()
+	b, _ := json.Marshal(m)
+	if !strings.Contains(string(b), "done") {
+		t.Fatalf("the program did not run: %s", b)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Fatalf("the server's secret reached the program: %s", b)
 	}
 }

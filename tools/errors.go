@@ -21,6 +21,7 @@ const (
 	KindUnavailable      Kind = "unavailable"       // troupe is shutting down or a dependency is down
 	KindInternal         Kind = "internal"          // troupe failed; the details are in the server log
 	KindCommandFailed    Kind = "command_failed"    // a tool's program exited non-zero or died of a signal troupe did not send
+	KindUnauthenticated  Kind = "unauthenticated"   // a credential the call needs is missing, expired or refused
 )
 
 // Error is a tool failure the model may see. Message must be safe to show:

@@ -20,6 +20,9 @@ const (
 	MetaCwd              = protocol.MetaPrefix + "cwd"
 	MetaEnvKeys          = protocol.MetaPrefix + "env_keys"
 	MetaSource           = protocol.MetaPrefix + "source"
+	// MetaSandboxHint, in a result's _meta, explains a failure that looks
+	// like the sandbox refusing something.
+	MetaSandboxHint = protocol.MetaPrefix + "sandbox_hint"
 )
 
 // WithMeta returns t with extra _meta members; the tool's own members win

@@ -380,7 +380,9 @@ func execute(ctx context.Context, req *tools.Request, e execution) (*protocol.Ca
 				e.tool, e.policy.Profile)
 		}
 		if err := e.sandbox.Check(e.policy); err != nil {
-			return nil, tools.Errorf(tools.KindUnavailable, "%s cannot run: %v", e.tool, err)
+			// Fail closed: a profile this machine cannot enforce is a
+			// refusal, never a run with less isolation.
+			return nil, tools.Errorf(tools.KindPermissionDenied, "%s cannot run: %v", e.tool, err)
 		}
 	}
 	path, err := lookProgram(e.command, e.env["PATH"])
@@ -429,7 +431,50 @@ func execute(ctx context.Context, req *tools.Request, e execution) (*protocol.Ca
 		return nil, &tools.Error{Kind: tools.KindDeadlineExceeded, Message: fmt.Sprintf(
 			"%s did not finish within %s and was stopped.%s", e.tool, e.timeout, excerpts(out))}
 	}
-	return e.finish(res, out, masker.Replace)
+	result, err := e.finish(res, out, masker.Replace)
+	if hint := sandboxHint(e.policy, out); hint != "" {
+		if te, ok := tools.AsError(err); ok {
+			te.Message += "\n\n" + hint
+		} else if result != nil {
+			if result.Meta == nil {
+				result.Meta = map[string]any{}
+			}
+			result.Meta[tools.MetaSandboxHint] = hint
+		}
+	}
+	return result, err
+}
+
+// sandboxHint explains a failure that looks like the sandbox saying no
+// (a denied write, no network) so the model, or the person reading,
+// knows it was policy, not a bug; "" when nothing suggests it.
+func sandboxHint(p sandbox.Policy, out *spool.Output) string {
+	if p.Profile == sandbox.ProfileNone {
+		return ""
+	}
+	code := out.ExitStatus()
+	if code == nil || *code == 0 {
+		return ""
+	}
+	tail := out.Stderr.Last(stderrExcerptBytes)
+	denied := strings.Contains(tail, "Permission denied") || strings.Contains(tail, "Read-only file system") ||
+		strings.Contains(tail, "Operation not permitted")
+	offline := !p.AllowNetwork && (strings.Contains(tail, "Network is unreachable") ||
+		strings.Contains(tail, "Operation not permitted") || strings.Contains(tail, "Could not resolve") ||
+		strings.Contains(tail, "Temporary failure in name resolution"))
+	var parts []string
+	if denied {
+		parts = append(parts, "writes are allowed only inside the workspace and the private temp dir ($TMPDIR)")
+	}
+	if offline {
+		parts = append(parts, "there is no network (allow_network = false)")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("This may be the sandbox (profile %q): %s. That is policy, not a fault; "+
+		"an operator can change the tool's sandbox_profile or allow_network if it really needs more.",
+		p.Profile, strings.Join(parts, "; "))
 }
 
 // startFailure maps a failed start to the error the client sees: the

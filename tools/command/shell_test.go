@@ -54,6 +54,7 @@ type shellResult struct {
 	Truncated  bool   `json:"truncated"`
 	TimedOut   bool   `json:"timed_out"`
 	DurationMs int64  `json:"duration_ms"`
+	hint       string // the result's sandbox hint, if any
 }
 
 func runShell(t *testing.T, tl tools.Tool, args map[string]any) shellResult {
@@ -67,6 +68,7 @@ func runShell(t *testing.T, tl tools.Tool, args map[string]any) shellResult {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
+	r.hint, _ = res.Meta[tools.MetaSandboxHint].(string)
 	return r
 }
 
@@ -123,6 +125,7 @@ func TestShellSandboxEscapes(t *testing.T) {
 		{"write outside the workspace", fmt.Sprintf("echo x > %s/owned", outside)},
 		{"write through a symlink", "echo x > link/via-link"},
 		{"tcp to a loopback service", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && head -1 <&3 | grep -q secret-service", port)},
+		{"udp egress", fmt.Sprintf("echo x > /dev/udp/127.0.0.1/%d", port)},
 	}
 	for _, profile := range []string{"default", "none"} {
 		tl := shellTool(t, ws, profile)
@@ -130,6 +133,9 @@ func TestShellSandboxEscapes(t *testing.T) {
 			r := runShell(t, tl, map[string]any{"command": []string{"bash", "-c", e.script}})
 			if allowed := r.ExitCode == 0; allowed != (profile == "none") {
 				t.Errorf("profile %s: %s: exit %d, stderr %q", profile, e.name, r.ExitCode, r.Stderr)
+			}
+			if profile == "default" && r.ExitCode != 0 && r.hint == "" {
+				t.Errorf("%s: refused without a sandbox hint (stderr %q)", e.name, r.Stderr)
 			}
 		}
 		// Writing inside the workspace and the private temp dir works.
