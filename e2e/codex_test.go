@@ -154,7 +154,7 @@ func codexCallsEachTool(t *testing.T, fx fixture, mcpServers string, env ...stri
 			break
 		}
 	}
-	if want := []string{"docs_fetch", "repo_listDir", "repo_readFile", "repo_ripgrep"}; !slices.Equal(offered, want) {
+	if want := []string{"docs_fetch", "fs_writeFile", "repo_listDir", "repo_readFile", "repo_ripgrep", "shell_exec"}; !slices.Equal(offered, want) {
 		t.Fatalf("Codex offered %v in mcp__troupe, want %v", offered, want)
 	}
 	final := model.requests[len(model.requests)-1].outputs()

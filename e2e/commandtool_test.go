@@ -99,15 +99,19 @@ func TestTSClientCommandToolsStdio(t *testing.T) {
 	fx := newFixture(t)
 	tr := stdioTransport(t, fx.dir)
 	tr.Args = append(tr.Args, "--config", writeCommandToolConfig(t))
-	runChecks(t, tr, commandToolChecks())
+	runChecks(t, tr, commandToolChecks(), approveOnce, approveOnce)
 }
+
+// approveOnce is a person approving one call (report and fail need
+// approval: command tools ask by default).
+var approveOnce = map[string]any{"action": "accept", "content": map[string]any{"decision": "once"}}
 
 func TestTSClientCommandToolsHTTP(t *testing.T) {
 	requireRunner(t)
 	fx := newFixture(t)
 	t.Setenv("TROUPE_CONFIG", writeCommandToolConfig(t)) // the server inherits it
 	srv := startHTTPServer(t, fx.dir, "")
-	runChecks(t, srv.transport(), commandToolChecks())
+	runChecks(t, srv.transport(), commandToolChecks(), approveOnce, approveOnce)
 	if strings.Contains(srv.log.String(), "DATA RACE") {
 		t.Fatal("data race in the server")
 	}

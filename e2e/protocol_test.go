@@ -349,7 +349,7 @@ func TestDeniedToolsAreInvisibleAndUncallable(t *testing.T) {
 	for _, tl := range s.recv()["result"].(map[string]any)["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	if strings.Join(names, ",") != "docs.fetch,repo.listDir,repo.readFile" {
+	if strings.Join(names, ",") != "docs.fetch,fs.writeFile,repo.listDir,repo.readFile,shell.exec" {
 		t.Fatalf("tools/list with repo.rip* denied: %v", names)
 	}
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"repo.ripgrep","arguments":{"query":"x"}}}`)

@@ -54,13 +54,13 @@ func TestConfigReloadWhileConnected(t *testing.T) {
 	write(file, "")
 	s := startServer(t, fx.dir, "--config", file)
 	s.initialize("2025-06-18")
-	if got := s.toolNames(1); got != "docs.fetch,repo.listDir,repo.readFile,repo.ripgrep" {
+	if got := s.toolNames(1); got != "docs.fetch,fs.writeFile,repo.listDir,repo.readFile,repo.ripgrep,shell.exec" {
 		t.Fatalf("start: %s", got)
 	}
 
 	write(file, `"repo.ripgrep"`) // written in place
 	s.expectListChanged()
-	if got := s.toolNames(2); got != "docs.fetch,repo.listDir,repo.readFile" {
+	if got := s.toolNames(2); got != "docs.fetch,fs.writeFile,repo.listDir,repo.readFile,shell.exec" {
 		t.Fatalf("after an in-place edit: %s", got)
 	}
 
@@ -70,7 +70,7 @@ func TestConfigReloadWhileConnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.expectListChanged()
-	if got := s.toolNames(3); got != "docs.fetch,repo.readFile,repo.ripgrep" {
+	if got := s.toolNames(3); got != "docs.fetch,fs.writeFile,repo.readFile,repo.ripgrep,shell.exec" {
 		t.Fatalf("after a rename save: %s", got)
 	}
 
@@ -79,7 +79,7 @@ func TestConfigReloadWhileConnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(600 * time.Millisecond)
-	if got := s.toolNames(4); got != "docs.fetch,repo.readFile,repo.ripgrep" {
+	if got := s.toolNames(4); got != "docs.fetch,fs.writeFile,repo.readFile,repo.ripgrep,shell.exec" {
 		t.Fatalf("after an invalid edit: %s", got)
 	}
 	if !strings.Contains(s.stderrText(), "keeping the last good configuration") {
@@ -99,7 +99,7 @@ func TestConfigReloadWhileConnected(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := s.toolNames(5); got != "docs.fetch,repo.listDir,repo.ripgrep" {
+	if got := s.toolNames(5); got != "docs.fetch,fs.writeFile,repo.listDir,repo.ripgrep,shell.exec" {
 		t.Fatalf("after SIGHUP: %s", got)
 	}
 }

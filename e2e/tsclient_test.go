@@ -92,9 +92,9 @@ type check struct {
 
 // runChecks runs checks as one scenario over tr, then asserts each answer in
 // its own subtest, and the session facts every transport must agree on.
-func runChecks(t *testing.T, tr transport, checks []check) {
+func runChecks(t *testing.T, tr transport, checks []check, answers ...map[string]any) {
 	t.Helper()
-	sc := scenario{Transport: tr}
+	sc := scenario{Transport: tr, Elicitation: answers}
 	for _, c := range checks {
 		sc.Steps = append(sc.Steps, c.step)
 	}
