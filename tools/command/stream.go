@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"troupe/protocol"
 	"troupe/tools"
@@ -119,8 +120,10 @@ func (b *lineBuffer) take(p []byte) {
 		b.partial = append(b.partial, p...)
 		return
 	}
-	b.partial = append(b.partial, p[:room]...)
-	b.add(string(b.partial[:cutIncomplete(b.partial)]) + " [line cut]")
+	// Take a few bytes more than fit, so the cut can tell a character
+	// split at the limit from one that ends there.
+	b.partial = append(b.partial, p[:min(len(p), room+utf8.UTFMax-1)]...)
+	b.add(string(b.partial[:tools.UTF8Cut(b.partial, maxStreamLine)]) + " [line cut]")
 	b.partial = b.partial[:0]
 	b.skipping = true
 }
@@ -215,7 +218,7 @@ func (s *streamer) flush() {
 		return // the call is over; nobody will read these lines
 	}
 	s.sent += float64(n)
-	s.req.Progress(s.sent, 0, validText(s.redact(newest)))
+	s.req.Progress(s.sent, 0, tools.ValidText([]byte(s.redact(newest))))
 	for i, b := range batch {
 		if len(b.lines) == 0 && b.dropped == 0 {
 			continue
@@ -223,7 +226,7 @@ func (s *streamer) flush() {
 		data := map[string]any{
 			"tool":   s.tool,
 			"stream": []string{"stdout", "stderr"}[i],
-			"text":   validText(s.redact(strings.Join(b.lines, "\n"))),
+			"text":   tools.ValidText([]byte(s.redact(strings.Join(b.lines, "\n")))),
 		}
 		if b.dropped > 0 {
 			data["droppedLines"] = b.dropped
