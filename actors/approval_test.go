@@ -245,3 +245,37 @@ func TestAuditRecordsEveryCall(t *testing.T) {
 		t.Fatalf("verify: %d %v", n, err)
 	}
 }
+
+// describedTool is gatedTool with another description: the same name,
+// but not the tool a person trusted.
+type describedTool struct{ gatedTool }
+
+func (d describedTool) Spec() tools.Spec {
+	s := d.gatedTool.Spec()
+	s.Description = "changes other things"
+	return s
+}
+
+func TestTrustEndsWhenTheToolChanges(t *testing.T) {
+	var runs atomic.Int32
+	c := newClient(t, Options{}, gatedTool{name: "g", runs: &runs})
+	c.initializeWith("2025-06-18", elicitCaps)
+	c.request(1, "tools/call", map[string]any{"name": "g"})
+	m, _ := c.expectElicitation()
+	c.answer(m, `{"action":"accept","content":{"decision":"session"}}`)
+	c.toolResult(c.recv())
+	// A reload that keeps the tool as it was keeps the trust.
+	same, _ := tools.NewRegistry(gatedTool{name: "g", runs: &runs})
+	c.host.SetRegistry(same)
+	c.request(2, "tools/call", map[string]any{"name": "g"})
+	if r := c.toolResult(c.recv()); r.IsError {
+		t.Fatalf("trusted call after an identical reload: %+v", r)
+	}
+	changed, _ := tools.NewRegistry(describedTool{gatedTool{name: "g", runs: &runs}})
+	c.host.SetRegistry(changed)
+	if n := c.recv(); n.Method != "notifications/tools/list_changed" {
+		t.Fatalf("want list_changed, got %s", n.raw)
+	}
+	c.request(3, "tools/call", map[string]any{"name": "g"})
+	c.expectElicitation() // asked again
+}

@@ -62,6 +62,9 @@ func (c *connection) Receive(ctx actor.Context) {
 	case *inputClosed:
 		c.log.Debug("input closed")
 		c.drain(ctx)
+		// No response can come in any more: requests waiting for one
+		// (approvals) fail now instead of at the end of the grace period.
+		ctx.Send(c.session, &clientGone{})
 	case *Drain:
 		c.drain(ctx)
 	case *registryChanged:

@@ -58,9 +58,9 @@ type invocation struct {
 
 // callContext is what the session knows that a call's gate and run need.
 type callContext struct {
-	session string // session id, for logs and audit records
-	trusted bool   // a person trusted this tool for the session
-	form    bool   // the client can show an approval form
+	session string    // session id, for logs and audit records
+	trusted *[32]byte // the fingerprint of the tool a person trusted for the session, if any
+	form    bool      // the client can show an approval form
 	version protocol.Version
 	gate    gate.Policy
 	store   *spool.Store // the session's spooled outputs; nil keeps output in memory only
@@ -77,8 +77,11 @@ type executorResult struct {
 type deadlineExpired struct{ quiet }
 
 // trustGranted tells the session a person trusted tool for the rest of
-// the session.
-type trustGranted struct{ tool string }
+// the session, as long as it stays the tool they saw (fingerprint).
+type trustGranted struct {
+	tool        string
+	fingerprint [32]byte
+}
 
 // Receive implements actor.Actor.
 func (inv *invocation) Receive(ctx actor.Context) {
@@ -139,7 +142,7 @@ func (inv *invocation) start(ctx actor.Context) {
 	switch {
 	case !spec.Safety.NeedsApproval():
 		inv.decision = approvalNotRequired
-	case inv.call.trusted || inv.call.gate.Trusts(spec):
+	case inv.call.trusted != nil && *inv.call.trusted == entry.Fingerprint(), inv.call.gate.Trusts(spec):
 		inv.decision = approvalTrusted
 	case !inv.call.form:
 		inv.decided(approvalUnavailable, "the client cannot show approval forms")
@@ -173,7 +176,7 @@ func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
 		return
 	}
 	if d.session {
-		ctx.Send(ctx.Parent(), &trustGranted{tool: inv.tool})
+		ctx.Send(ctx.Parent(), &trustGranted{tool: inv.tool, fingerprint: inv.entry.Fingerprint()})
 	}
 	inv.run(ctx)
 }

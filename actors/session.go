@@ -113,6 +113,10 @@ type invocationGone struct {
 	pid *actor.PID
 }
 
+// clientGone tells the session its client can send nothing more (stdin
+// ended), so server-to-client requests will never be answered.
+type clientGone struct{}
+
 // drainDeadline fires when a draining session's grace period is over.
 type drainDeadline struct{ quiet }
 
@@ -157,7 +161,7 @@ type session struct {
 	nextRequest uint64                          // id of the last server-to-client request
 	root        *actor.RootContext              // for sends outside Receive (HandleFailure, timers)
 	parent      *actor.PID                      // the connection: writes what the session sends
-	trusted     map[string]bool                 // tools a person trusted for this session
+	trusted     map[string][32]byte             // tools a person trusted for this session, by fingerprint
 	store       *spool.Store                    // calls' full output; made on first call
 }
 
@@ -199,12 +203,14 @@ func (s *session) Receive(ctx actor.Context) {
 		s.notice(msg)
 	case *trustGranted:
 		if s.trusted == nil {
-			s.trusted = map[string]bool{}
+			s.trusted = map[string][32]byte{}
 		}
-		s.trusted[msg.tool] = true
+		s.trusted[msg.tool] = msg.fingerprint
 		s.log.Info("tool trusted for the session", "tool", msg.tool)
 	case *Drain:
 		s.drain(ctx, msg.Grace)
+	case *clientGone:
+		s.failClientRequests(nil, "the client can no longer answer (its input ended)")
 	case *registryChanged:
 		s.toolsChanged(msg.registry)
 	case *drainDeadline:
@@ -433,7 +439,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		id: req.ID, tool: p.Name, args: p.Arguments,
 		registry: s.registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
-		call: callContext{session: s.id, trusted: s.trusted[p.Name], form: s.caps.FormElicitation() && s.version.HasElicitation(),
+		call: callContext{session: s.id, trusted: s.trustedPrint(p.Name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
 			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor},
 	}
 	inv.progress = call.token != nil
@@ -447,6 +453,15 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	}
 	s.calls[req.ID] = call
 	s.byPID[call.pid.Id] = req.ID
+}
+
+// trustedPrint is the fingerprint of tool as a person trusted it in this
+// session, nil when they did not.
+func (s *session) trustedPrint(tool string) *[32]byte {
+	if p, ok := s.trusted[tool]; ok {
+		return &p
+	}
+	return nil
 }
 
 func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {

@@ -20,6 +20,7 @@ const (
 	MetaCwd              = protocol.MetaPrefix + "cwd"
 	MetaEnvKeys          = protocol.MetaPrefix + "env_keys"
 	MetaSource           = protocol.MetaPrefix + "source"
+	MetaCommand          = protocol.MetaPrefix + "command" // a command tool's argv template
 	// MetaSandboxHint, in a result's _meta, explains a failure that looks
 	// like the sandbox refusing something.
 	MetaSandboxHint = protocol.MetaPrefix + "sandbox_hint"

@@ -29,6 +29,7 @@ type Entry struct {
 	spec  Spec
 	wire  protocol.Tool
 	input *jsonschema.Schema
+	print [sha256.Size]byte // of wire: what clients are shown of the tool
 }
 
 // NewRegistry checks and compiles the tools' specs. It fails on an invalid
@@ -74,6 +75,7 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", e.spec.Name, err)
 		}
+		e.print = sha256.Sum256(b)
 		h.Write(b)
 		h.Write([]byte{0})
 	}
@@ -160,6 +162,12 @@ func (r *Registry) Page(offset, limit int) ([]protocol.Tool, bool) {
 
 // Spec is the entry's tool spec.
 func (e *Entry) Spec() Spec { return e.spec }
+
+// Fingerprint identifies the tool as clients see it (name, description,
+// schemas, annotations, _meta — which includes a command tool's command):
+// a trust a person gave a tool is kept across a reload only while the
+// fingerprint stays the same.
+func (e *Entry) Fingerprint() [sha256.Size]byte { return e.print }
 
 // Validate checks args (a JSON value; empty means {}) against the input
 // schema and returns the normalised arguments, or an invalid_argument *Error

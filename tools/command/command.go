@@ -242,9 +242,12 @@ func makeSpec(def Definition, input json.RawMessage, timeout time.Duration, prof
 	no := false
 	destructive := len(def.SideEffects) > 0
 	openWorld := def.AllowNetwork || slices.Contains(def.SideEffects, "network")
-	var meta map[string]any
+	// The argv template is shown so people see what a call runs before
+	// approving it; it is also what makes a changed command a different
+	// tool for session trust (tools.Entry.Fingerprint).
+	meta := map[string]any{tools.MetaCommand: append([]string{def.Command}, def.Args...)}
 	if def.Version != "" {
-		meta = map[string]any{tools.MetaVersion: def.Version}
+		meta[tools.MetaVersion] = def.Version
 	}
 	return tools.Spec{
 		Name:         def.Name,

@@ -98,6 +98,7 @@ func TestSpec(t *testing.T) {
 		{"defaults", command.Definition{Name: "a", Command: "true", SandboxProfile: "default"}, false, false, map[string]any{
 			"requires_approval": false, "high_risk": false, "sandbox_profile": "default", "allow_network": false,
 			"default_timeout_ms": int64(120000), "allows_streaming": false, "side_effects": []string{},
+			"command": []string{"true"},
 		}},
 		{"everything", command.Definition{
 			Name: "b", DisplayName: "Bee", Description: "Does b.", Command: "true",
@@ -106,7 +107,7 @@ func TestSpec(t *testing.T) {
 		}, true, true, map[string]any{
 			"requires_approval": true, "high_risk": true, "sandbox_profile": "seatbelt", "allow_network": true,
 			"default_timeout_ms": int64(1500), "allows_streaming": true, "side_effects": []string{"filesystem"},
-			"version": "1.2.0",
+			"version": "1.2.0", "command": []string{"true"},
 		}},
 		{"network side effect", command.Definition{Name: "c", Command: "true", SideEffects: []string{"network"}}, true, true, nil},
 	} {
