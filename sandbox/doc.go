@@ -1,0 +1,100 @@
+// Process sandbox: design notes.
+//
+// (This is a file comment, not the package comment, which lives in
+// workspace.go.)
+//
+// # What a run gets
+//
+// Every program a tool runs is started through Sandbox.Start with a
+// Policy. ProfileNone only puts it in a process group of its own, so the
+// runner can signal -pid. ProfileDefault (and ProfileSeatbelt, its alias
+// on Linux) confines it:
+//
+//   - Filesystem: read and execute everywhere, write only in the workspace,
+//     a private temp dir (mode 0700, TMPDIR/TMP/TEMP point at it, removed by
+//     Release) and /dev/null, /dev/zero, /dev/full, /dev/tty. Landlock
+//     (builtin driver) or a read-only bind of / (bwrap driver, with Landlock
+//     inside as well when the kernel has it).
+//   - Network, unless AllowNetwork: a new network namespace (only a down
+//     loopback), the seccomp filter refusing every socket family but
+//     AF_UNIX, and on Landlock ABI 4+ TCP bind/connect handled with no port
+//     allowed. Each alone has gaps (Landlock before ABI 10 does not know
+//     UDP; a namespace may be unavailable), together they hold.
+//   - Privileges: no capabilities (a root server's child is uid 0 without
+//     CAP_DAC_OVERRIDE, CAP_SYS_PTRACE, ...), no_new_privs, RLIMIT_CORE 0;
+//     seccomp refuses ptrace, process_vm_readv/writev, io_uring, the
+//     keyring and personality changes; Landlock ABI 6+ scopes signals and
+//     abstract UNIX sockets to the run. A new IPC namespace hides System V
+//     IPC objects.
+//   - Resources: RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, and MaxProcesses
+//     as pids.max of a per-run pids cgroup (root needs one: the kernel
+//     exempts uid 0 from RLIMIT_NPROC), else RLIMIT_NPROC inside a fresh
+//     user namespace, where it counts only the run.
+//
+// # How: the re-exec helper
+//
+// Landlock, seccomp and capability changes apply to the calling process and
+// cannot be undone, so the server cannot apply them to itself before a
+// fork. Start instead runs the server binary again (/proc/self/exe
+// HelperArg cfgfd statusfd) with the namespaces as clone flags. The helper
+// reads a JSON config from an inherited pipe, applies rlimits, drops
+// capabilities, sets no_new_privs, applies Landlock and seccomp, sets
+// RLIMIT_NPROC, joins the run cgroup through an fd of cgroup.procs the
+// server opened (the kernel checks the opener's credentials, so this
+// works after the capability drop) and execs the target. The cgroup join
+// and RLIMIT_NPROC come last because the Go runtime in the helper must
+// still be able to start threads; after exec only the target's one thread
+// counts.
+//
+// The helper runs with an environment of its own: the target's travels in
+// the config, so LD_PRELOAD or GODEBUG meant for the target never act on
+// the helper before the sandbox exists. Every fd from 3 + len(ExtraFiles)
+// up is made close-on-exec, so nothing the server inherited leaks in.
+//
+// The helper reports over a close-on-exec status pipe: 'R' just before
+// exec, then 'E' and a JSON failure if a stage (or exec itself) fails. The
+// server reads to EOF: "R" alone means the target is running; anything
+// else is a *StartError with the stage and, for exec, the errno.
+//
+// With Options.Driver "bwrap", bubblewrap makes the namespaces and the
+// read-only view (--ro-bind / /, --dev, --proc, --unshare-pid,
+// --unshare-ipc, --unshare-net, --die-with-parent) and the same helper runs
+// inside it. There is no --new-session, so the run stays in the server's
+// process group for the runner's kill.
+//
+// # Failing closed
+//
+// New probes once; Check compares a policy with what was found and returns
+// an *UnenforceableError saying what is missing and how to fix it. Start
+// calls Check, so a tool whose policy cannot be enforced does not run.
+//
+// # Known limits
+//
+//   - Pathname UNIX sockets: Landlock restricts connecting to them only from
+//     ABI 9, and seccomp allows AF_UNIX, so below ABI 9 a confined run can
+//     talk to any socket its file permissions allow (a root server's
+//     children reach /var/run/docker.sock). Run such servers without
+//     those sockets, or use the bwrap driver and keep them out of view.
+//   - /dev/shm and other writable system places are read-only: programs
+//     needing POSIX shared memory fail.
+//   - Without a pids cgroup, a process that leaves the process group
+//     (setsid) escapes Kill; with one, Kill finds it in the cgroup. Under
+//     bwrap the pid namespace ends with bwrap.
+//   - Under bwrap, SIGTERM to the group ends bwrap and so the whole run at
+//     once; there is no grace period for the target.
+//   - A root server's target has no CAP_DAC_OVERRIDE: the workspace must be
+//     writable by uid 0 through its mode bits.
+//   - The parent-death signal (SIGKILL) of the helper is tied to the server
+//     thread that forked it; Go only ends threads whose goroutine exits
+//     while locked to them, which troupe does not do, and Kill/Release are
+//     the real mechanism anyway.
+//   - A non-root server that called ProtectProcess is dumpable again for the
+//     milliseconds of starting a run in a user namespace (the kernel would
+//     not let it write the namespace's id maps otherwise); Landlock keeps
+//     confined runs out of that window.
+//   - 32-bit (i386 ABI) programs are killed by the filter's architecture
+//     check; Limits do not apply to ProfileNone.
+//   - macOS (seatbelt) is not implemented: Check refuses confining profiles
+//     outside Linux.
+
+package sandbox

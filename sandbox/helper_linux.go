@@ -1,0 +1,350 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// helperConfig is what the server tells the helper, as JSON over the
+// config pipe. The target's environment travels here, not in the helper's
+// own environment: the helper runs with an empty one, so LD_PRELOAD,
+// GODEBUG and the like chosen for the target cannot act on the helper
+// before the sandbox is in place.
+type helperConfig struct {
+	Path      string   `json:"path"`
+	Args      []string `json:"args"`
+	Env       []string `json:"env"`
+	Workspace string   `json:"workspace"`
+	TempDir   string   `json:"tempDir"`
+	Network   bool     `json:"network"`
+	Limits    Limits   `json:"limits"`
+	// LandlockABI is the ABI the server probed; the helper refuses to run
+	// the target if it finds less (fail closed). 0: no Landlock.
+	LandlockABI int `json:"landlockABI"`
+	// NProc, when > 0, is RLIMIT_NPROC, set just before exec: the
+	// fork-bomb guard of a non-root server without a pids cgroup (the
+	// helper then runs in a fresh user namespace, where the count is per
+	// run).
+	NProc int `json:"nproc"`
+	// FirstPrivateFD is the first fd the target must not inherit: 0-2 and
+	// the caller's ExtraFiles are below it. Anything the server inherited
+	// from its own parent without close-on-exec would otherwise reach the
+	// target.
+	FirstPrivateFD int `json:"firstPrivateFD"`
+	// CgroupFD, when >= 0, is an inherited fd of the run cgroup's
+	// cgroup.procs; the helper joins it just before exec.
+	CgroupFD int `json:"cgroupFD"`
+}
+
+// helperStatus is the failure report the helper writes to the status pipe
+// after the byte 'E'. A successful setup writes 'R' and then execs: the
+// status pipe is close-on-exec, so the server reads 'R' and EOF.
+type helperStatus struct {
+	Stage string `json:"stage"`
+	Errno int    `json:"errno,omitempty"`
+	Msg   string `json:"msg"`
+}
+
+// Exit codes of a helper that failed.
+const (
+	exitSetup    = 125 // the sandbox could not be set up
+	exitNoExec   = 126 // the target exists but could not be executed
+	exitNotFound = 127 // the target does not exist
+)
+
+// HelperMain is the re-exec helper's entry point. cmd/troupe's main calls
+// it as the first thing when os.Args[1] == HelperArg and exits with its
+// result; args are os.Args[1:] (os.Args works too). The helper reads its
+// configuration from the inherited fd named in args, applies, in order,
+// rlimits, a capability drop (a root helper keeps no capabilities, so the
+// target cannot use CAP_SYS_PTRACE or CAP_DAC_OVERRIDE), no_new_privs,
+// Landlock, the seccomp filter, RLIMIT_NPROC and the cgroup join, and then
+// execs the target. Any failure is reported over the status pipe and ends
+// the helper with a non-zero code; it never returns after a successful
+// exec.
+func HelperMain(args []string) int {
+	if len(args) > 0 && args[0] != HelperArg && len(args) > 1 && args[1] == HelperArg {
+		args = args[1:]
+	}
+	if len(args) == 0 || args[0] != HelperArg {
+		fmt.Fprintln(os.Stderr, "sandbox helper: missing", HelperArg)
+		return exitSetup
+	}
+	args = args[1:]
+	if len(args) == 1 && args[0] == "probe" {
+		// New starts the helper like this, inside the namespaces it wants
+		// to know about: getting here means they can be made.
+		return 0
+	}
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "sandbox helper: want <config fd> <status fd>")
+		return exitSetup
+	}
+	cfgFD, err1 := strconv.Atoi(args[0])
+	statusFD, err2 := strconv.Atoi(args[1])
+	if err1 != nil || err2 != nil || cfgFD < 3 || statusFD < 3 {
+		fmt.Fprintln(os.Stderr, "sandbox helper: bad fd arguments")
+		return exitSetup
+	}
+	// Capabilities, the parent-death signal and the thread that execs are
+	// per thread: everything below happens on this one.
+	runtime.LockOSThread()
+	unix.CloseOnExec(cfgFD)
+	unix.CloseOnExec(statusFD)
+	h := helper{status: statusFD}
+	return h.run(cfgFD)
+}
+
+type helper struct {
+	status int
+}
+
+// fail reports a failed stage to the server and returns the exit code.
+func (h helper) fail(stage string, err error, code int) int {
+	st := helperStatus{Stage: stage, Msg: err.Error()}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		st.Errno = int(errno)
+	}
+	data, _ := json.Marshal(st)
+	_, _ = unix.Write(h.status, append([]byte{'E'}, data...))
+	return code
+}
+
+func (h helper) run(cfgFD int) int {
+	f := os.NewFile(uintptr(cfgFD), "sandbox-config")
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return h.fail("config", fmt.Errorf("read config: %w", err), exitSetup)
+	}
+	var cfg helperConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return h.fail("config", fmt.Errorf("decode config: %w", err), exitSetup)
+	}
+	if err := closeOnExecFrom(cfg.FirstPrivateFD); err != nil {
+		return h.fail("config", err, exitSetup)
+	}
+	if err := setRlimits(cfg.Limits); err != nil {
+		return h.fail("rlimit", err, exitSetup)
+	}
+	if err := dropCapabilities(); err != nil {
+		return h.fail("capabilities", err, exitSetup)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return h.fail("capabilities", fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err), exitSetup)
+	}
+	if cfg.LandlockABI > 0 {
+		if err := applyLandlock(cfg); err != nil {
+			return h.fail("landlock", err, exitSetup)
+		}
+	}
+	if err := installSeccomp(cfg.Network); err != nil {
+		return h.fail("seccomp", err, exitSetup)
+	}
+	args := cfg.Args
+	if len(args) == 0 {
+		args = []string{cfg.Path}
+	}
+	if _, err := unix.Write(h.status, []byte{'R'}); err != nil {
+		return exitSetup // the server is gone; nobody to run for
+	}
+	// RLIMIT_NPROC and the cgroup count this process's threads until exec,
+	// so they come last, next to it: a small limit must not stop the Go
+	// runtime from starting a thread it needs on the way.
+	if cfg.NProc > 0 {
+		lim := unix.Rlimit{Cur: uint64(cfg.NProc), Max: uint64(cfg.NProc)}
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &lim); err != nil {
+			return h.fail("rlimit", fmt.Errorf("RLIMIT_NPROC: %w", err), exitSetup)
+		}
+	}
+	if cfg.CgroupFD >= 0 {
+		// "0" is the writing process: all its threads move, and after exec
+		// only the target's one thread is left to count.
+		if _, err := unix.Write(cfg.CgroupFD, []byte("0")); err != nil {
+			return h.fail("cgroup-join", fmt.Errorf("join cgroup: %w", err), exitSetup)
+		}
+	}
+	err = syscall.Exec(cfg.Path, args, cfg.Env)
+	code := exitNoExec
+	if errors.Is(err, syscall.ENOENT) {
+		code = exitNotFound
+	}
+	return h.fail("exec", err, code)
+}
+
+// closeOnExecFrom marks every fd >= first close-on-exec (close_range,
+// Linux 5.11+, else one by one from /proc/self/fd).
+func closeOnExecFrom(first int) error {
+	if first < 3 {
+		return fmt.Errorf("bad first private fd %d", first)
+	}
+	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	entries, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("close_range: %w; list fds: %w", err, rerr)
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
+}
+
+// setRlimits applies the run's limits before the capability drop, so a
+// root server may also raise a hard limit. RLIMIT_CORE is always 0: the
+// kernel writes core dumps itself, past Landlock, and they hold the
+// process's memory.
+func setRlimits(l Limits) error {
+	set := func(name string, resource int, cur, max uint64) error {
+		// syscall.Setrlimit (not unix) so that syscall.Exec does not
+		// restore the Go runtime's saved RLIMIT_NOFILE over ours.
+		if err := syscall.Setrlimit(resource, &syscall.Rlimit{Cur: cur, Max: max}); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+	if err := set("RLIMIT_CORE", unix.RLIMIT_CORE, 0, 0); err != nil {
+		return err
+	}
+	if l.MaxFileBytes > 0 {
+		if err := set("RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(l.MaxFileBytes), uint64(l.MaxFileBytes)); err != nil {
+			return err
+		}
+	}
+	if l.MaxOpenFiles > 0 {
+		if err := set("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, uint64(l.MaxOpenFiles), uint64(l.MaxOpenFiles)); err != nil {
+			return err
+		}
+	}
+	if l.CPUSeconds > 0 {
+		// SIGXCPU at the soft limit, SIGKILL a second later.
+		if err := set("RLIMIT_CPU", unix.RLIMIT_CPU, uint64(l.CPUSeconds), uint64(l.CPUSeconds)+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Securebits (linux/securebits.h) that keep uid 0 from regaining
+// capabilities at exec.
+const (
+	secbitNoRoot                = 1 << 0
+	secbitNoRootLocked          = 1 << 1
+	secbitKeepCapsLocked        = 1 << 5
+	secbitNoCapAmbientRaise     = 1 << 6
+	secbitNoCapAmbientRaiseLock = 1 << 7
+	linuxCapabilityVersion3     = 0x20080522
+	capSetPCap                  = 8
+)
+
+// dropCapabilities leaves this thread, and so the exec'd target, without
+// capabilities: with the bounding set emptied and SECBIT_NOROOT set, even a
+// uid-0 target gains none at exec. A helper without CAP_SETPCAP (non-root,
+// or bubblewrap dropped it) cannot touch the bounding set or securebits;
+// that is fine when it is not uid 0, and for uid 0 the cleared permitted
+// set together with no_new_privs still keeps exec from granting any.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: linuxCapabilityVersion3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	if data[0].Effective&(1<<capSetPCap) != 0 {
+		bits := secbitNoRoot | secbitNoRootLocked | secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLock
+		if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
+			return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
+		}
+		for c := 0; c <= lastCap(); c++ {
+			in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+			if err != nil || in == 0 {
+				continue // unknown to this kernel, or already gone
+			}
+			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+				return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+			}
+		}
+	}
+	// EINVAL: a kernel before 4.3 has no ambient set.
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
+	}
+	data = [2]unix.CapUserData{}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	for _, d := range data {
+		if d.Effective|d.Permitted|d.Inheritable != 0 {
+			return errors.New("capabilities are still set after capset")
+		}
+	}
+	return nil
+}
+
+// lastCap is the highest capability number this kernel knows.
+func lastCap() int {
+	data, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n > 0 && n < 64 {
+			return n
+		}
+	}
+	return unix.CAP_LAST_CAP
+}
+
+// applyLandlock restricts this process (all threads) and its future exec
+// to: read and execute everywhere, write to the workspace, the private
+// temp dir and the harmless devices. On ABI 4+ with the network off, TCP
+// bind and connect are handled with no port allowed; on ABI 6+ signals
+// and abstract UNIX sockets cannot reach outside the sandbox (the server
+// included). The library downgrades to the running ABI (best effort);
+// that the kernel has Landlock at all was checked by the server, and is
+// checked again here.
+func applyLandlock(cfg helperConfig) error {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return fmt.Errorf("landlock not available in the helper (server probed ABI %d): %v", cfg.LandlockABI, err)
+	}
+	if abi < cfg.LandlockABI {
+		return fmt.Errorf("landlock ABI %d in the helper, server probed %d", abi, cfg.LandlockABI)
+	}
+	c := landlock.V11
+	if cfg.Network {
+		c.HandledAccessNet = 0
+	}
+	rw := landlock.RWDirs(cfg.Workspace, cfg.TempDir)
+	if abi >= 2 {
+		// Moving files between directories of the workspace (mv a/x b/,
+		// git) needs "refer"; asking for it on ABI 1 would make the
+		// best-effort mode drop Landlock altogether, hence the check.
+		rw = rw.WithRefer()
+	}
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		rw,
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full"),
+		landlock.RWFiles("/dev/tty").WithIoctlDev().IgnoreIfMissing(),
+	}
+	if err := c.BestEffort().Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}

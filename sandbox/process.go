@@ -1,0 +1,242 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+)
+
+// Profile names a process sandbox profile.
+type Profile string
+
+const (
+	// ProfileNone is for trusted programs: the process gets its own process
+	// group (so it can be killed as a whole) and nothing else. Limits do
+	// not apply.
+	ProfileNone Profile = "none"
+	// ProfileDefault confines a program on Linux: the filesystem is
+	// read-only except the workspace and a private temp dir, there is no
+	// network unless the policy allows it, and resource limits apply.
+	ProfileDefault Profile = "default"
+	// ProfileSeatbelt is meant for macOS's sandbox-exec with the same
+	// meaning as ProfileDefault. On Linux it is an alias of ProfileDefault,
+	// so one configuration serves both systems; on macOS it is not
+	// implemented yet and Check reports it as unenforceable.
+	ProfileSeatbelt Profile = "seatbelt"
+)
+
+// ParseProfile accepts "", "none", "default" and "seatbelt"; "" means
+// ProfileDefault, so a tool without a setting is confined.
+func ParseProfile(s string) (Profile, error) {
+	switch Profile(s) {
+	case "":
+		return ProfileDefault, nil
+	case ProfileNone, ProfileDefault, ProfileSeatbelt:
+		return Profile(s), nil
+	}
+	return "", fmt.Errorf("unknown sandbox profile %q (want %q, %q or %q)", s, ProfileDefault, ProfileNone, ProfileSeatbelt)
+}
+
+// Limits are resource limits of one sandboxed run. 0 means "no limit"
+// (for MaxOpenFiles: inherit the server's soft limit).
+type Limits struct {
+	// MaxProcesses is how many processes and threads the run may have at
+	// once: the fork-bomb guard. It is a pids cgroup's pids.max when a
+	// cgroup is available, else RLIMIT_NPROC inside a fresh user namespace
+	// (non-root only: the kernel never applies RLIMIT_NPROC to uid 0).
+	MaxProcesses int
+	// MaxFileBytes is RLIMIT_FSIZE: the largest file the run may write.
+	MaxFileBytes int64
+	// MaxOpenFiles is RLIMIT_NOFILE.
+	MaxOpenFiles int
+	// CPUSeconds is RLIMIT_CPU: SIGXCPU after this much CPU time, SIGKILL
+	// one second later.
+	CPUSeconds int
+}
+
+// Policy is what one run is allowed.
+type Policy struct {
+	Profile Profile
+	// Workspace is the one writable directory besides the private temp
+	// dir: absolute, symlinks resolved (Workspace.Dir gives such a path).
+	Workspace    string
+	AllowNetwork bool
+	Limits       Limits
+}
+
+// Options configure a Sandbox.
+type Options struct {
+	// Driver is "auto" or "" (= "builtin"), "builtin" (the re-exec helper:
+	// rlimits, Landlock, seccomp, namespaces) or "bwrap" (bubblewrap, which
+	// must be installed, around the same helper).
+	Driver string
+	// Helper is an executable that runs HelperMain when its first argument
+	// is HelperArg; "" means /proc/self/exe, the running server.
+	Helper string
+	// TempDir is the parent of the private temp dirs; "" = os.TempDir().
+	TempDir string
+	// Logger receives probe results and cleanup trouble; nil discards.
+	Logger *slog.Logger
+}
+
+// Driver names.
+const (
+	DriverAuto    = "auto"
+	DriverBuiltin = "builtin"
+	DriverBwrap   = "bwrap"
+)
+
+// HelperArg is the first argument that turns the server binary into the
+// sandbox helper: cmd/troupe's main calls HelperMain when os.Args[1] is it.
+const HelperArg = "__sandbox"
+
+// Isolation describes what the kernel (and the driver) can enforce here, as
+// probed once by New.
+type Isolation struct {
+	Driver      string // DriverBuiltin or DriverBwrap
+	OS          string // runtime.GOOS
+	Root        bool   // the server runs as uid 0
+	LandlockABI int    // 0: no Landlock
+	Seccomp     bool   // seccomp filters can be installed (and the arch is supported)
+	NetNS       bool   // runs without network get their own network namespace
+	UserNS      bool   // unprivileged user namespaces work (matters when not root)
+	PidsCgroup  string // "v1", "v2" or "": where per-run pids cgroups are made
+	Bwrap       string // bubblewrap's path when Driver is DriverBwrap and it works
+	// Missing lists, for the log, what was probed and is not available,
+	// each with the reason.
+	Missing []string
+}
+
+// String is one log line, e.g. "landlock abi 7, seccomp, netns, pids cgroup
+// v1, driver builtin".
+func (i Isolation) String() string {
+	var parts []string
+	if i.OS != "" && i.OS != "linux" {
+		parts = append(parts, i.OS+": no process sandbox")
+	}
+	if i.LandlockABI > 0 {
+		parts = append(parts, fmt.Sprintf("landlock abi %d", i.LandlockABI))
+	} else {
+		parts = append(parts, "no landlock")
+	}
+	if i.Seccomp {
+		parts = append(parts, "seccomp")
+	} else {
+		parts = append(parts, "no seccomp")
+	}
+	switch {
+	case i.NetNS:
+		parts = append(parts, "netns")
+	case i.Seccomp:
+		parts = append(parts, "no netns (network off by seccomp only)")
+	default:
+		parts = append(parts, "no netns")
+	}
+	if !i.Root {
+		if i.UserNS {
+			parts = append(parts, "userns")
+		} else {
+			parts = append(parts, "no userns")
+		}
+	}
+	if i.PidsCgroup != "" {
+		parts = append(parts, "pids cgroup "+i.PidsCgroup)
+	} else {
+		parts = append(parts, "no pids cgroup")
+	}
+	parts = append(parts, "driver "+i.Driver)
+	return strings.Join(parts, ", ")
+}
+
+// UnenforceableError is Check's answer when a policy cannot be enforced
+// here. The sandbox fails closed: a tool whose policy is unenforceable does
+// not run. Reason says what is missing and how to fix it; it names no host
+// paths.
+type UnenforceableError struct {
+	Profile Profile
+	Reason  string
+}
+
+func (e *UnenforceableError) Error() string {
+	return fmt.Sprintf("sandbox profile %q cannot be enforced here: %s", e.Profile, e.Reason)
+}
+
+// StartError is Start's error: the sandbox could not be set up or the
+// program could not be executed. Error() is safe to show a client (no host
+// paths); Err unwraps to the syscall errno for exec failures (ENOENT,
+// EACCES, ENOEXEC), so callers can say "not found"; Stderr holds the
+// helper's own diagnostics, which are for the server log and may name host
+// paths.
+type StartError struct {
+	// Stage is where it failed: "policy", "command", "tempdir", "cgroup",
+	// "start" (the helper or bwrap could not be started), "helper" (it
+	// died before reporting), "rlimit", "capabilities", "landlock",
+	// "seccomp", "cgroup-join" or "exec".
+	Stage  string
+	Err    error
+	Stderr string
+}
+
+func (e *StartError) Error() string {
+	return "sandbox: " + e.Stage + ": " + clientText(e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// safeError is an error whose text we wrote ourselves and know to name no
+// host path, so clientText may show it.
+type safeError string
+
+func (e safeError) Error() string { return string(e) }
+
+// clientText renders err for a client: an errno's text, or our own
+// path-free messages, never a *PathError's path.
+func clientText(err error) string {
+	var ue *UnenforceableError
+	var se safeError
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return "unknown error"
+	case errors.As(err, &ue):
+		return ue.Error()
+	case errors.Is(err, exec.ErrNotFound):
+		return "executable file not found in $PATH"
+	case errors.Is(err, exec.ErrDot):
+		return "executable resolves to the current directory (use ./name)"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "timed out"
+	case errors.As(err, &se):
+		return se.Error()
+	case errors.As(err, &errno):
+		return errno.Error()
+	}
+	return "setup failed (details in the server log)"
+}
+
+// checkCmd refuses what Start cannot take over: a command that already ran
+// or whose SysProcAttr someone else set.
+func checkCmd(cmd *exec.Cmd) *StartError {
+	switch {
+	case cmd == nil:
+		return &StartError{Stage: "command", Err: safeError("no command")}
+	case cmd.Process != nil:
+		return &StartError{Stage: "command", Err: safeError("command already started")}
+	case cmd.SysProcAttr != nil:
+		return &StartError{Stage: "command", Err: safeError("command has SysProcAttr set; the sandbox owns it")}
+	case cmd.Err != nil:
+		// exec.Command's lookup failed. A program not on PATH also unwraps
+		// to ENOENT, as an exec of a missing file would.
+		if errors.Is(cmd.Err, exec.ErrNotFound) {
+			return &StartError{Stage: "exec", Err: fmt.Errorf("%w: %w", cmd.Err, syscall.ENOENT)}
+		}
+		return &StartError{Stage: "exec", Err: cmd.Err}
+	case cmd.Path == "":
+		return &StartError{Stage: "command", Err: safeError("command has no path")}
+	}
+	return nil
+}
