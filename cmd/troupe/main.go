@@ -172,7 +172,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	// Every log line passes the redactor: resolved ${NAME} secrets never
 	// reach the log, whatever code logs them.
 	secrets := &redact.Live{}
-	secrets.Store(redact.New(cfg.Secrets...))
+	secrets.Store(secretValues(cfg))
 	log := slog.New(redact.Handler(handler, secrets))
 	// Libraries that use the log package or slog's default must not reach
 	// stdout either.
@@ -490,7 +490,7 @@ func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sa
 		log.Error("config reload: the new tool set is invalid; keeping the last good configuration", "err", err)
 		return
 	}
-	secrets.Store(redact.New(next.Secrets...))
+	secrets.Store(secretValues(next))
 	host.SetRegistry(reg)
 	if l, err := logging.ParseLevel(next.Logging.Level); err == nil {
 		level.Set(l)
@@ -573,4 +573,19 @@ func openAudit(cfg *config.Config, log *slog.Logger) (*audit.Log, error) {
 	}
 	log.Info("audit log", "path", path)
 	return l, nil
+}
+
+// secretValues is every value of cfg that must never be shown: resolved
+// ${NAME} references, the bearer token, and literal values of
+// secret-named env variables and headers of tools and servers.
+func secretValues(cfg *config.Config) *redact.Redactor {
+	values := append([]string{cfg.HTTP.Auth.BearerToken}, cfg.Secrets...)
+	for _, t := range cfg.Mcp {
+		values = append(values, redact.EnvValues(t.Env)...)
+	}
+	for _, s := range cfg.McpServers {
+		values = append(values, redact.EnvValues(s.Env)...)
+		values = append(values, redact.EnvValues(s.HTTPHeaders)...)
+	}
+	return redact.New(values...)
 }
