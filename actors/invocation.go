@@ -288,7 +288,7 @@ func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult
 	}
 	inv.log.Log(context.Background(), level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
 	inv.audit(ctx, outcome)
-	ctx.Send(ctx.Parent(), &callFinished{id: inv.id, result: result})
+	ctx.Send(ctx.Parent(), &callFinished{id: inv.id, from: ctx.Self(), result: result})
 	ctx.Stop(ctx.Self())
 }
 

@@ -103,6 +103,7 @@ type Negotiated struct{ Version protocol.Version }
 // callFinished is an invocation's answer, sent to its session.
 type callFinished struct {
 	id     jsonrpc2.ID
+	from   *actor.PID // the invocation: a reused id may name a newer call
 	result *protocol.CallToolResult
 }
 
@@ -419,7 +420,10 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: arguments must be an object")
 		return
 	}
-	if _, dup := s.calls[req.ID]; dup {
+	// An answered or cancelled call still in the table is stopping; the
+	// client may reuse its id (JSON-RPC ids need only be unique among
+	// requests in flight).
+	if prev, dup := s.calls[req.ID]; dup && !prev.answered && !prev.cancelled {
 		s.fail(req.ID, protocol.CodeInvalidRequest, "request id is already in use by a call in flight")
 		return
 	}
@@ -487,7 +491,7 @@ func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
 // finish sends an invocation's result, unless the call was cancelled.
 func (s *session) finish(ctx actor.Context, msg *callFinished) {
 	call, ok := s.calls[msg.id]
-	if !ok || call.cancelled || call.answered {
+	if !ok || call.cancelled || call.answered || (msg.from != nil && !call.pid.Equal(msg.from)) {
 		return
 	}
 	call.answered = true
@@ -501,8 +505,12 @@ func (s *session) childEnded(ctx actor.Context, who *actor.PID) {
 		return
 	}
 	delete(s.byPID, who.Id)
+	call := s.calls[id]
+	if call == nil || !call.pid.Equal(who) {
+		return // its id was reused by a newer call, which keeps the entry
+	}
 	s.failClientRequests(&id, "the call ended")
-	if call := s.calls[id]; call != nil && !call.answered && !call.cancelled {
+	if !call.answered && !call.cancelled {
 		// An invocation always answers before it stops; this is a bug, but
 		// the client must still get an answer.
 		s.log.Error("invocation ended without an answer", "id", id.String(), "tool", call.tool)

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -422,4 +423,16 @@ func (r *recorder) has(msg string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Contains(r.msgs, msg)
+}
+
+// A client may reuse a request id as soon as it has the answer.
+func TestIDReusedAfterTheAnswer(t *testing.T) {
+	c := newClient(t, Options{}, echoTool())
+	c.initialize("2025-06-18")
+	for i := range 50 {
+		c.request(7, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"n": i}})
+		if r := c.toolResult(c.recv()); r.IsError || !strings.Contains(errorText(r), fmt.Sprintf(`"n":%d`, i)) {
+			t.Fatalf("call %d: %+v", i, r)
+		}
+	}
 }
