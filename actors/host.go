@@ -42,11 +42,13 @@ type Options struct {
 
 // Host runs troupe's actor system and serves clients on it.
 type Host struct {
-	system    *actor.ActorSystem
-	server    *actor.PID
-	opts      *hostOptions
-	closeOnce sync.Once
-	closedOK  bool
+	system      *actor.ActorSystem
+	server      *actor.PID
+	opts        *hostOptions
+	log         *slog.Logger
+	downstreams sync.Map // actor id → *Downstream, stopped at Close
+	closeOnce   sync.Once
+	closedOK    bool
 }
 
 // NewHost starts an actor system with the server actor at its top.
@@ -85,7 +87,7 @@ func NewHost(o Options) *Host {
 	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}
 	}, actor.WithReceiverMiddleware(capturePanics)))
-	return &Host{system: system, server: pid, opts: opts}
+	return &Host{system: system, server: pid, opts: opts, log: log}
 }
 
 // Conn is one client connection served by a Host.
@@ -134,6 +136,11 @@ func (h *Host) Close(timeout time.Duration) bool {
 func (h *Host) close(timeout time.Duration) bool {
 	_, _ = h.system.Root.RequestFuture(h.server, &stopAll{}, timeout).Result()
 	_ = h.system.Root.StopFuture(h.server).Wait()
+	// Sessions are gone, so no call uses a downstream server any more.
+	h.downstreams.Range(func(_, v any) bool {
+		v.(*Downstream).Stop()
+		return true
+	})
 	if a := h.opts.exec.auditor; a != nil {
 		// Poison, not Stop: the records of the calls just stopped are
 		// queued before it and must be written.

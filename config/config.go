@@ -119,6 +119,8 @@ type HTTPAuth struct {
 type ToolPolicy struct {
 	Allow []string `koanf:"allow"`
 	Deny  []string `koanf:"deny"`
+	// Separator joins a downstream server's prefix and its tool names.
+	Separator string `koanf:"separator"`
 }
 
 // Docs is the [docs] table, for docs.fetch.
@@ -221,6 +223,20 @@ type McpServer struct {
 	StartupTimeoutSec float64           `koanf:"startup_timeout_sec"`
 	StartupTimeoutMs  int               `koanf:"startup_timeout_ms"`
 	ToolTimeoutSec    float64           `koanf:"tool_timeout_sec"`
+
+	// troupe's own keys (Codex ignores none of them: they live only in
+	// troupe's config).
+
+	// SandboxProfile isolates a stdio server's process (default "default").
+	SandboxProfile string `koanf:"sandbox_profile"`
+	// AllowNetwork lets a sandboxed stdio server use the network.
+	AllowNetwork bool `koanf:"allow_network"`
+	// RequiresApproval: nil means "ask unless the tool is annotated
+	// read-only"; true or false apply to every tool of the server.
+	RequiresApproval *bool `koanf:"requires_approval"`
+	// ToolPrefix names the server's tools "<prefix><separator><tool>";
+	// nil means the server's name, "" means no prefix at all.
+	ToolPrefix *string `koanf:"tool_prefix"`
 }
 
 // Options say where configuration comes from. The zero value reads the

@@ -47,6 +47,9 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	if c.Tools.Separator == "" || len(c.Tools.Separator) > 4 || strings.IndexFunc(c.Tools.Separator, badNameRune) >= 0 {
+		return errKey(p("tools", "separator"), "tools.separator must be 1 to 4 of A-Z a-z 0-9 _ - ., got %q", c.Tools.Separator)
+	}
 	for _, d := range c.Docs.AllowedDomains {
 		host := strings.TrimPrefix(d, "*.")
 		if host == "" || strings.ContainsAny(host, "/:*@ ") {
@@ -226,6 +229,14 @@ func (s McpServer) validate(name string) error {
 	}
 	if hasCmd && (s.BearerTokenEnvVar != "" || len(s.HTTPHeaders) > 0) {
 		return errKey(p("mcp_servers", name), "mcp_servers.%q: bearer_token_env_var and http_headers apply to url servers only", name)
+	}
+	switch s.SandboxProfile {
+	case "", "default", "seatbelt", "none":
+	default:
+		return errKey(key("sandbox_profile"), "mcp_servers.%q.sandbox_profile must be default, seatbelt or none, got %q", name, s.SandboxProfile)
+	}
+	if s.ToolPrefix != nil && strings.IndexFunc(*s.ToolPrefix, badNameRune) >= 0 {
+		return errKey(key("tool_prefix"), "mcp_servers.%q.tool_prefix: %q has characters tool names cannot have", name, *s.ToolPrefix)
 	}
 	return nil
 }

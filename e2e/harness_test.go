@@ -159,6 +159,8 @@ type step struct {
 	Op        string `json:"op"`
 	Name      string `json:"name,omitempty"`
 	Arguments any    `json:"arguments,omitempty"`
+	URI       string `json:"uri,omitempty"`      // readResource
+	Progress  bool   `json:"progress,omitempty"` // callTool: ask for progress, report progressCount
 }
 
 func listTools() step { return step{Op: "listTools"} }
@@ -184,9 +186,10 @@ type implementation struct {
 // error the SDK raised (a JSON-RPC error, or a result it refused to accept,
 // such as structuredContent that does not match the tool's outputSchema).
 type stepResult struct {
-	OK     bool            `json:"ok"`
-	Result json.RawMessage `json:"result"`
-	Error  *stepError      `json:"error"`
+	OK            bool            `json:"ok"`
+	Result        json.RawMessage `json:"result"`
+	Error         *stepError      `json:"error"`
+	ProgressCount int             `json:"progressCount"`
 }
 
 type stepError struct {

@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Method names troupe handles or sends. Requests expect a response;
 // notifications never get one.
@@ -144,6 +147,33 @@ type Content struct {
 	// Description and Size belong to resource_link blocks.
 	Description string `json:"description,omitempty"`
 	Size        *int64 `json:"size,omitempty"`
+	// Raw, when set, is the block exactly as a downstream server sent it,
+	// and is what gets encoded (annotations, _meta and fields troupe does
+	// not know pass through). Type and URI are copied out of it so results
+	// can still be shaped for older revisions.
+	Raw json.RawMessage `json:"-"`
+}
+
+// MarshalJSON encodes Raw when set, else the fields.
+func (c Content) MarshalJSON() ([]byte, error) {
+	if c.Raw != nil {
+		return c.Raw, nil
+	}
+	type fields Content // without this method
+	return json.Marshal(fields(c))
+}
+
+// RawContent wraps a block a downstream server sent, for passing through.
+// It fails when raw is not a JSON object with a string "type".
+func RawContent(raw json.RawMessage) (Content, error) {
+	var head struct {
+		Type string `json:"type"`
+		URI  string `json:"uri"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.Type == "" {
+		return Content{}, fmt.Errorf("content block is not an object with a type")
+	}
+	return Content{Type: head.Type, URI: head.URI, Raw: raw}, nil
 }
 
 // TextContent is a text block.

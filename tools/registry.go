@@ -44,11 +44,14 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 		if _, dup := r.byName[spec.Name]; dup {
 			return nil, fmt.Errorf("tool %q registered twice", spec.Name)
 		}
-		input, err := compileObjectSchema(spec.Name, "input", spec.InputSchema)
-		if err != nil {
-			return nil, err
+		var input *jsonschema.Schema
+		if !spec.ServerValidates {
+			var err error
+			if input, err = compileObjectSchema(spec.Name, "input", spec.InputSchema); err != nil {
+				return nil, err
+			}
 		}
-		if spec.OutputSchema != nil {
+		if spec.OutputSchema != nil && !spec.ServerValidates {
 			if _, err := compileObjectSchema(spec.Name, "output", spec.OutputSchema); err != nil {
 				return nil, err
 			}
@@ -183,6 +186,9 @@ func (e *Entry) Validate(args json.RawMessage) (json.RawMessage, error) {
 	}
 	if _, ok := inst.(map[string]any); !ok {
 		return nil, Errorf(KindInvalidArgument, "arguments must be a JSON object")
+	}
+	if e.input == nil { // the tool's own server checks its arguments
+		return args, nil
 	}
 	if err := e.input.Validate(inst); err != nil {
 		ve, ok := err.(*jsonschema.ValidationError)

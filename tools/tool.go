@@ -50,6 +50,12 @@ type Spec struct {
 	// Safety says how calls are gated and isolated; its discovery members
 	// are added to Meta by the registry.
 	Safety Safety
+	// ServerValidates leaves the arguments to the tool's own server (a
+	// downstream MCP server): troupe checks only that they are a JSON
+	// object, so the server's own answer to bad arguments reaches the
+	// client unchanged, and schemas troupe cannot compile do not hide
+	// the tool.
+	ServerValidates bool
 }
 
 // Request is one call of a tool.

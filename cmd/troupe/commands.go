@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -85,16 +86,41 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return 2
 	}
-	reg, err := buildRegistry(cfg, ws, sb, log)
+	servers := probeServers(context.Background(), cfg, ws, sb, log)
+	reg, err := buildRegistry(cfg, ws, sb, servers, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return 1
 	}
 	list, _ := reg.Page(0, reg.Len())
+	if !*asJSON {
+		for _, s := range servers {
+			if s.err != nil {
+				fmt.Fprintf(stdout, "server %s: %s: %v\n", s.name, s.state, s.err)
+			} else {
+				fmt.Fprintf(stdout, "server %s: %s, %d tools\n", s.name, s.state, len(s.tools))
+			}
+		}
+		if len(servers) > 0 {
+			fmt.Fprintln(stdout)
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"tools": list}); err != nil {
+		var states []map[string]any
+		for _, s := range servers {
+			st := map[string]any{"name": s.name, "state": s.state, "tools": len(s.tools)}
+			if s.err != nil {
+				st["error"] = s.err.Error()
+			}
+			states = append(states, st)
+		}
+		out := map[string]any{"tools": list}
+		if states != nil {
+			out["servers"] = states
+		}
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintln(stderr, "troupe:", err)
 			return 1
 		}

@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -217,7 +218,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		return 1
 	}
 	log.Info("process sandbox", "isolation", sb.Isolation().String())
-	registry, err := buildRegistry(cfg, ws, sb, log)
+	registry, err := buildRegistry(cfg, ws, sb, nil, log)
 	if err != nil {
 		log.Error("cannot build the tool registry", "err", err)
 		return 1
@@ -263,6 +264,49 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	log.Info("troupe starting", "version", buildVersion(), "tools", registry.Len(),
 		"workspace", ws.Dir(), "search", map[bool]string{true: "rg", false: "built-in"}[rgErr == nil])
 
+	// Downstream servers: each connects on its own; when one's tools
+	// change, the registry is rebuilt (regMu orders that with reloads).
+	var regMu sync.Mutex
+	current := cfg
+	rebuild := make(chan struct{}, 1)
+	ds := &downstreams{host: host, sb: sb, ws: ws, log: log, changed: func() {
+		select {
+		case rebuild <- struct{}{}:
+		default:
+		}
+	}}
+	ds.apply(cfg)
+	rebuildCtx, stopRebuild := context.WithCancel(context.Background())
+	rebuilt := make(chan struct{})
+	go func() {
+		defer close(rebuilt)
+		for {
+			select {
+			case <-rebuild:
+				regMu.Lock()
+				if reg, err := buildRegistry(current, ws, sb, ds.snapshot(), log); err != nil {
+					log.Error("downstream tools changed but the registry cannot be rebuilt", "err", err)
+				} else {
+					host.SetRegistry(reg)
+				}
+				regMu.Unlock()
+			case <-rebuildCtx.Done():
+				return
+			}
+		}
+	}()
+	defer func() {
+		stopRebuild()
+		<-rebuilt
+	}()
+	ds.settle(2 * time.Second)
+	// Serve what is known now; the rebuild goroutine may not have run yet.
+	regMu.Lock()
+	if reg, err := buildRegistry(current, ws, sb, ds.snapshot(), log); err == nil {
+		host.SetRegistry(reg)
+	}
+	regMu.Unlock()
+
 	sigs, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -299,7 +343,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	defer stopWatch()
 	watcher := config.NewWatcher(cfg, loadOpts, 0, func(next *config.Config) {
 		flagsOver(next)
-		applyReload(cfg, next, ws, sb, host, web, &level, secrets, log)
+		regMu.Lock()
+		defer regMu.Unlock()
+		if applyReload(current, next, ws, sb, ds, host, web, &level, secrets, log) {
+			current = next
+		}
 	}, func(err error) {
 		log.Error("config reload failed; keeping the last good configuration", "err", err)
 	})
@@ -406,7 +454,7 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 // buildRegistry registers every tool troupe serves, with where it comes
 // from, applies [tools] allow/deny, and warns about names Codex would
 // change.
-func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, log *slog.Logger) (*tools.Registry, error) {
+func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, servers []serverTools, log *slog.Logger) (*tools.Registry, error) {
 	var regs []tools.Registration
 	firstParty := map[string]any{
 		tools.MetaDefaultTimeoutMs: cfg.Limits.CallTimeout.Milliseconds(),
@@ -445,6 +493,7 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbo
 			return nil, err
 		}
 		regs = append(regs, cmds...)
+		regs = dropCollisions(append(regs, proxiedTools(servers, log)...), log)
 	}
 	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
 	if err != nil {
@@ -483,12 +532,18 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbo
 // (sessions get list_changed when their list changes; calls in flight keep
 // theirs), the log level and the HTTP bearer token. Keys that only take
 // effect at start are reported, not applied.
-func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, host *actors.Host, web *httpFront,
-	level *slog.LevelVar, secrets *redact.Live, log *slog.Logger) {
-	reg, err := buildRegistry(next, ws, sb, log)
+func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, ds *downstreams, host *actors.Host, web *httpFront,
+	level *slog.LevelVar, secrets *redact.Live, log *slog.Logger) bool {
+	reg, err := buildRegistry(next, ws, sb, ds.snapshot(), log)
 	if err != nil {
 		log.Error("config reload: the new tool set is invalid; keeping the last good configuration", "err", err)
-		return
+		return false
+	}
+	// Servers removed or changed go now, new ones start connecting (their
+	// tools arrive with a rebuild once they are up).
+	ds.apply(next)
+	if again, err := buildRegistry(next, ws, sb, ds.snapshot(), log); err == nil {
+		reg = again
 	}
 	secrets.Store(secretValues(next))
 	host.SetRegistry(reg)
@@ -506,6 +561,7 @@ func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sa
 			"server.workspace and logging.format take effect at the next start")
 	}
 	log.Info("configuration reloaded", "tools", reg.Len())
+	return true
 }
 
 // commandTools builds the [mcp.<name>] tools, in name order.

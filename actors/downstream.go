@@ -1,0 +1,330 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"troupe/upstream"
+)
+
+// Downstream reconnection and liveness.
+const (
+	firstBackoff        = 500 * time.Millisecond
+	maxBackoff          = 30 * time.Second
+	defaultStartup      = 30 * time.Second // Codex's startup_timeout_sec default
+	defaultPingInterval = 30 * time.Second
+	pingTimeout         = 10 * time.Second
+)
+
+// DownstreamSpec configures one downstream MCP server.
+type DownstreamSpec struct {
+	Config upstream.Config
+	// StartupTimeout bounds connecting, initializing and listing tools
+	// (default 30 s).
+	StartupTimeout time.Duration
+	// PingInterval is how often a connected server is pinged (default
+	// 30 s); a server that does not answer is reconnected.
+	PingInterval time.Duration
+	// Changed is called (from the actor; it must not block) when the
+	// server's tool list or state changed, so the registry is rebuilt.
+	Changed func()
+}
+
+// The states of a downstream server.
+const (
+	StateConnecting = "connecting"
+	StateReady      = "ready"
+	StateDown       = "down" // waiting to reconnect
+)
+
+// Downstream is the handle of one downstream server: the proxied tools
+// call through it, and it tells what the server offers and how it is.
+// Its actor owns the connection; the handle only reads what the actor
+// published.
+type Downstream struct {
+	name   string
+	pid    *actor.PID
+	system *actor.ActorSystem
+	host   *Host
+
+	mu     sync.Mutex
+	client *upstream.Client
+	state  string
+	err    error
+	tools  []json.RawMessage
+}
+
+// Name is the server's name in the configuration.
+func (d *Downstream) Name() string { return d.name }
+
+// State is the server's state, the tools it listed last (kept while it
+// reconnects, so tool names stay stable), and the last error.
+func (d *Downstream) State() (state string, tools []json.RawMessage, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state, d.tools, d.err
+}
+
+// CallTool forwards a call to the server's current connection.
+func (d *Downstream) CallTool(ctx context.Context, tool string, args json.RawMessage, obs upstream.Observer) (json.RawMessage, error) {
+	d.mu.Lock()
+	c, state := d.client, d.state
+	d.mu.Unlock()
+	if c == nil {
+		return nil, fmt.Errorf("server %s is %s: %w", d.name, state, upstream.ErrClosed)
+	}
+	return c.CallTool(ctx, tool, args, obs)
+}
+
+// Stop ends the server's connection and waits for it to close.
+func (d *Downstream) Stop() {
+	_ = d.system.Root.StopFuture(d.pid).Wait()
+	d.host.downstreams.Delete(d.pid.Id)
+}
+
+func (d *Downstream) publish(c *upstream.Client, state string, err error, tools []json.RawMessage, setTools bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.client, d.state, d.err = c, state, err
+	if setTools {
+		d.tools = tools
+	}
+}
+
+// StartDownstream starts the actor that connects to one downstream server
+// and keeps it connected: it dials (within the startup timeout), lists the
+// tools, pings, and on a crash or disconnect reconnects with exponential
+// backoff. A server that is down never blocks anything else.
+func (h *Host) StartDownstream(spec DownstreamSpec) *Downstream {
+	if spec.StartupTimeout <= 0 {
+		spec.StartupTimeout = defaultStartup
+	}
+	if spec.PingInterval <= 0 {
+		spec.PingInterval = defaultPingInterval
+	}
+	if spec.Changed == nil {
+		spec.Changed = func() {}
+	}
+	d := &Downstream{name: spec.Config.Name, system: h.system, host: h, state: StateConnecting}
+	log := h.log.With("downstream", spec.Config.Name)
+	if spec.Config.Logger == nil {
+		spec.Config.Logger = log
+	}
+	conn := &downstreamConn{spec: spec, handle: d, log: log, backoff: firstBackoff}
+	d.pid = h.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return conn },
+		actor.WithReceiverMiddleware(capturePanics)))
+	h.downstreams.Store(d.pid.Id, d)
+	return d
+}
+
+// downstreamConn is the actor of one downstream server. It owns the
+// upstream.Client; the goroutines that dial, list and ping report back to
+// it as messages, so its state changes only in Receive.
+type downstreamConn struct {
+	spec    DownstreamSpec
+	handle  *Downstream
+	log     *slog.Logger
+	client  *upstream.Client
+	tools   []json.RawMessage
+	backoff time.Duration
+	ctx     context.Context
+	cancel  context.CancelFunc
+	work    sync.WaitGroup // the dial, list, ping and watch goroutines
+	timer   *time.Timer
+}
+
+// Messages the downstream's goroutines send it.
+type (
+	dialed struct {
+		quiet
+		client *upstream.Client
+		tools  []json.RawMessage
+		err    error
+	}
+	relist     struct{ quiet }
+	listedDown struct {
+		quiet
+		client *upstream.Client
+		tools  []json.RawMessage
+		err    error
+	}
+	connLost struct {
+		quiet
+		client *upstream.Client
+		err    error
+	}
+	redial   struct{ quiet }
+	pingTime struct{ quiet }
+)
+
+// Receive implements actor.Actor.
+func (dc *downstreamConn) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		dc.ctx, dc.cancel = context.WithCancel(context.Background())
+		dc.dial(ctx)
+	case *dialed:
+		dc.onDialed(ctx, msg)
+	case *redial:
+		dc.dial(ctx)
+	case *relist:
+		dc.list(ctx)
+	case *listedDown:
+		if msg.client == dc.client && msg.err == nil {
+			dc.setTools(msg.tools)
+		} else if msg.err != nil && msg.client == dc.client {
+			dc.log.Warn("downstream: re-listing tools failed", "err", msg.err)
+		}
+	case *pingTime:
+		dc.ping(ctx)
+	case *pingScheduled:
+		if dc.client != nil {
+			dc.schedule(ctx, dc.spec.PingInterval, &pingTime{})
+		}
+	case *connLost:
+		if msg.client == dc.client {
+			dc.lost(ctx, msg.err)
+		}
+	case *actor.Stopping:
+		dc.cancel()
+		if dc.timer != nil {
+			dc.timer.Stop()
+		}
+		if dc.client != nil {
+			_ = dc.client.Close()
+			dc.client = nil
+		}
+		dc.handle.publish(nil, StateDown, fmt.Errorf("stopped"), nil, false)
+		dc.work.Wait()
+	}
+}
+
+// goWork runs f in a goroutine the actor waits for when it stops.
+func (dc *downstreamConn) goWork(f func()) {
+	dc.work.Add(1)
+	go func() {
+		defer dc.work.Done()
+		f()
+	}()
+}
+
+func (dc *downstreamConn) dial(ctx actor.Context) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	cfg, timeout, base := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx
+	dc.handle.publish(nil, StateConnecting, nil, nil, false)
+	dc.goWork(func() {
+		dctx, cancel := context.WithTimeout(base, timeout)
+		defer cancel()
+		c, err := upstream.Dial(dctx, cfg, upstream.Handlers{
+			ToolsChanged: func() { root.Send(self, &relist{}) },
+		})
+		var list []json.RawMessage
+		if err == nil {
+			if list, err = c.ListTools(dctx); err != nil {
+				_ = c.Close()
+				c = nil
+			}
+		}
+		root.Send(self, &dialed{client: c, tools: list, err: err})
+	})
+}
+
+func (dc *downstreamConn) onDialed(ctx actor.Context, msg *dialed) {
+	if msg.err != nil {
+		dc.log.Warn("downstream: cannot connect; retrying", "err", msg.err, "in", dc.backoff)
+		dc.handle.publish(nil, StateDown, msg.err, nil, false)
+		dc.retryLater(ctx)
+		return
+	}
+	dc.client, dc.backoff = msg.client, firstBackoff
+	info := msg.client.ServerInfo()
+	dc.log.Info("downstream: connected", "server", info.Name, "server_version", info.Version,
+		"protocol", msg.client.ProtocolVersion(), "tools", len(msg.tools))
+	dc.setTools(msg.tools)
+	c, self, root := msg.client, ctx.Self(), ctx.ActorSystem().Root
+	dc.goWork(func() {
+		select {
+		case <-c.Done():
+			root.Send(self, &connLost{client: c, err: c.Err()})
+		case <-dc.ctx.Done():
+		}
+	})
+	dc.schedule(ctx, dc.spec.PingInterval, &pingTime{})
+}
+
+// setTools publishes the tool list, and tells whoever rebuilds the
+// registry when it changed.
+func (dc *downstreamConn) setTools(list []json.RawMessage) {
+	changed := !slices.EqualFunc(dc.tools, list, func(a, b json.RawMessage) bool { return string(a) == string(b) })
+	dc.tools = list
+	dc.handle.publish(dc.client, StateReady, nil, list, true)
+	if changed {
+		dc.spec.Changed()
+	}
+}
+
+func (dc *downstreamConn) list(ctx actor.Context) {
+	c := dc.client
+	if c == nil {
+		return
+	}
+	self, root, timeout, base := ctx.Self(), ctx.ActorSystem().Root, dc.spec.StartupTimeout, dc.ctx
+	dc.goWork(func() {
+		lctx, cancel := context.WithTimeout(base, timeout)
+		defer cancel()
+		list, err := c.ListTools(lctx)
+		root.Send(self, &listedDown{client: c, tools: list, err: err})
+	})
+}
+
+func (dc *downstreamConn) ping(ctx actor.Context) {
+	c := dc.client
+	if c == nil {
+		return
+	}
+	self, root, base := ctx.Self(), ctx.ActorSystem().Root, dc.ctx
+	dc.goWork(func() {
+		pctx, cancel := context.WithTimeout(base, pingTimeout)
+		defer cancel()
+		if err := c.Ping(pctx); err != nil && base.Err() == nil {
+			root.Send(self, &connLost{client: c, err: fmt.Errorf("no answer to ping: %w", err)})
+			return
+		}
+		root.Send(self, &pingScheduled{})
+	})
+}
+
+// pingScheduled asks for the next ping after one succeeded.
+type pingScheduled struct{ quiet }
+
+// lost handles a connection that ended: calls in flight have already
+// failed (the client fails them when it closes); the tools stay listed so
+// names stay stable, and the server is dialled again after the backoff.
+func (dc *downstreamConn) lost(ctx actor.Context, err error) {
+	dc.log.Warn("downstream: connection lost; reconnecting", "err", err, "in", dc.backoff)
+	c := dc.client
+	dc.client = nil
+	dc.handle.publish(nil, StateDown, err, nil, false)
+	dc.goWork(func() { _ = c.Close() })
+	dc.retryLater(ctx)
+}
+
+func (dc *downstreamConn) retryLater(ctx actor.Context) {
+	dc.schedule(ctx, dc.backoff, &redial{})
+	dc.backoff = min(2*dc.backoff, maxBackoff)
+}
+
+func (dc *downstreamConn) schedule(ctx actor.Context, d time.Duration, msg any) {
+	if dc.timer != nil {
+		dc.timer.Stop()
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	dc.timer = time.AfterFunc(d, func() { root.Send(self, msg) })
+}

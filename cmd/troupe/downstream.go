@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"troupe/actors"
+	"troupe/config"
+	"troupe/protocol"
+	"troupe/sandbox"
+	"troupe/tools"
+	"troupe/tools/proxy"
+	"troupe/upstream"
+)
+
+// serverTools is one downstream server's part of the registry: the tools
+// it listed and how to expose them.
+type serverTools struct {
+	name  string
+	srv   proxy.Server
+	opts  proxy.Options
+	cfg   config.McpServer
+	state string
+	err   error
+	tools []json.RawMessage
+}
+
+// proxiedTools makes the registrations of the servers' tools, in server
+// order. A tool that cannot be served (a malformed entry, a schema that
+// does not compile, filtered by enabled_tools/disabled_tools) is left out
+// with a warning; it never fails the registry.
+func proxiedTools(servers []serverTools, log *slog.Logger) []tools.Registration {
+	var regs []tools.Registration
+	for _, s := range servers {
+		for _, raw := range s.tools {
+			t, err := proxy.Tool(s.srv, raw, s.opts)
+			if err != nil {
+				log.Warn("downstream tool left out", "server", s.name, "err", err)
+				continue
+			}
+			remote, _ := t.Spec().Meta[protocol.MetaPrefix+"upstream_name"].(string)
+			if len(s.cfg.EnabledTools) > 0 && !slices.Contains(s.cfg.EnabledTools, remote) ||
+				slices.Contains(s.cfg.DisabledTools, remote) {
+				continue
+			}
+			if _, err := tools.NewRegistry(t); err != nil {
+				log.Warn("downstream tool left out: its definition is not valid here", "server", s.name, "tool", remote, "err", err)
+				continue
+			}
+			regs = append(regs, tools.Registration{Tool: t, Source: fmt.Sprintf("[mcp_servers.%q]", s.name)})
+		}
+	}
+	return regs
+}
+
+// dropCollisions removes, deterministically, registrations whose name an
+// earlier one has: first-party and command tools come first and win,
+// then servers in name order. Each drop is logged naming both sources.
+func dropCollisions(regs []tools.Registration, log *slog.Logger) []tools.Registration {
+	seen := map[string]string{}
+	out := regs[:0:0]
+	for _, r := range regs {
+		name := r.Tool.Spec().Name
+		if first, dup := seen[name]; dup && r.Source != first && isDownstream(r.Source) {
+			log.Warn("tool name collision: the downstream tool is left out", "tool", name, "kept", first, "dropped", r.Source)
+			continue
+		}
+		seen[name] = r.Source
+		out = append(out, r)
+	}
+	return out
+}
+
+func isDownstream(source string) bool { return strings.HasPrefix(source, "[mcp_servers.") }
+
+// downstreams keeps troupe's connections to the [mcp_servers] and has the
+// registry rebuilt when their tools change.
+type downstreams struct {
+	host    *actors.Host
+	sb      *sandbox.Sandbox
+	ws      *sandbox.Workspace
+	log     *slog.Logger
+	changed func()
+
+	mu      sync.Mutex
+	running map[string]*runningServer
+}
+
+type runningServer struct {
+	cfg  config.McpServer
+	opts proxy.Options
+	d    *actors.Downstream
+}
+
+// apply makes the running set match cfg: servers added or changed are
+// (re)started, removed, disabled or changed ones stopped.
+func (ds *downstreams) apply(cfg *config.Config) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	want := map[string]config.McpServer{}
+	if cfg.Features.EnableMcpServerSurface {
+		for name, s := range cfg.McpServers {
+			if s.Enabled == nil || *s.Enabled {
+				want[name] = s
+			}
+		}
+	}
+	if ds.running == nil {
+		ds.running = map[string]*runningServer{}
+	}
+	for name, r := range ds.running {
+		if s, ok := want[name]; !ok || !reflect.DeepEqual(s, r.cfg) {
+			r.d.Stop()
+			delete(ds.running, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		s := want[name]
+		if r, ok := ds.running[name]; ok {
+			r.opts = exposure(cfg, name, s) // the separator may have changed
+			continue
+		}
+		ucfg, err := ds.upstreamConfig(name, s)
+		if err != nil {
+			ds.log.Error("downstream server not started", "server", name, "err", err)
+			continue
+		}
+		ds.running[name] = &runningServer{cfg: s, opts: exposure(cfg, name, s), d: ds.host.StartDownstream(actors.DownstreamSpec{
+			Config: ucfg, StartupTimeout: startupTimeout(s), Changed: ds.changed,
+		})}
+	}
+}
+
+// snapshot is every running server's state and tools, in name order.
+func (ds *downstreams) snapshot() []serverTools {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	var out []serverTools
+	for _, name := range slices.Sorted(maps.Keys(ds.running)) {
+		r := ds.running[name]
+		state, list, err := r.d.State()
+		out = append(out, serverTools{name: name, srv: r.d, opts: r.opts, cfg: r.cfg, state: state, err: err, tools: list})
+	}
+	return out
+}
+
+// exposure is how a server's tools are named and gated.
+func exposure(cfg *config.Config, name string, s config.McpServer) proxy.Options {
+	prefix := name
+	if s.ToolPrefix != nil {
+		prefix = *s.ToolPrefix
+	}
+	return proxy.Options{Prefix: prefix, Separator: cfg.Tools.Separator, RequiresApproval: s.RequiresApproval,
+		Timeout: time.Duration(s.ToolTimeoutSec * float64(time.Second))}
+}
+
+func startupTimeout(s config.McpServer) time.Duration {
+	switch {
+	case s.StartupTimeoutMs > 0:
+		return time.Duration(s.StartupTimeoutMs) * time.Millisecond
+	case s.StartupTimeoutSec > 0:
+		return time.Duration(s.StartupTimeoutSec * float64(time.Second))
+	}
+	return 30 * time.Second
+}
+
+// upstreamConfig turns a [mcp_servers] table into how to reach it. A
+// stdio server gets only its env and the variables env_vars names, and
+// runs under its sandbox profile, writable only in the workspace.
+func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream.Config, error) {
+	c := upstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: buildVersion()}}
+	if s.URL != "" {
+		c.URL, c.Headers = s.URL, s.HTTPHeaders
+		if s.BearerTokenEnvVar != "" {
+			tok, ok := os.LookupEnv(s.BearerTokenEnvVar)
+			if !ok || tok == "" {
+				return c, fmt.Errorf("bearer_token_env_var %s is not set", s.BearerTokenEnvVar)
+			}
+			c.BearerToken = tok
+		}
+		return c, nil
+	}
+	env := map[string]string{}
+	for _, k := range s.EnvVars {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	maps.Copy(env, s.Env)
+	command := s.Command
+	if !filepath.IsAbs(command) {
+		// The child's PATH when it has one, else troupe's: a command on
+		// troupe's PATH works without passing PATH on.
+		path := env["PATH"]
+		if path == "" {
+			path = os.Getenv("PATH")
+		}
+		found, err := lookPathIn(command, path)
+		if err != nil {
+			return c, fmt.Errorf("command %q: %w", command, err)
+		}
+		command = found
+	}
+	c.Command, c.Args, c.Env = command, s.Args, env
+	c.Cwd = ds.ws.Dir()
+	if s.Cwd != "" {
+		c.Cwd = s.Cwd
+		if !filepath.IsAbs(s.Cwd) {
+			c.Cwd = filepath.Join(ds.ws.Dir(), s.Cwd)
+		}
+	}
+	profile, err := sandbox.ParseProfile(s.SandboxProfile)
+	if err != nil {
+		return c, err
+	}
+	policy := sandbox.Policy{Profile: profile, Workspace: ds.ws.Dir(), AllowNetwork: s.AllowNetwork}
+	if profile != sandbox.ProfileNone {
+		if err := ds.sb.Check(policy); err != nil {
+			return c, err
+		}
+	}
+	sb := ds.sb
+	c.Start = func(cmd *exec.Cmd) (func(), error) {
+		if profile == sandbox.ProfileNone {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				return nil, err
+			}
+			pid := cmd.Process.Pid
+			return func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }, nil
+		}
+		proc, err := sb.Start(policy, cmd)
+		if err != nil {
+			return nil, err
+		}
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				proc.Kill()
+				_ = proc.Release()
+			})
+		}, nil
+	}
+	return c, nil
+}
+
+// lookPathIn finds an executable named name in the directories of path.
+func lookPathIn(name, path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
+}
+
+// probeServers connects to each server once (for `troupe tools`), lists
+// its tools and closes: the state of each, without a Host.
+func probeServers(ctx context.Context, cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, log *slog.Logger) []serverTools {
+	ds := &downstreams{sb: sb, ws: ws, log: log}
+	var out []serverTools
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range slices.Sorted(maps.Keys(cfg.McpServers)) {
+		s := cfg.McpServers[name]
+		if !cfg.Features.EnableMcpServerSurface || (s.Enabled != nil && !*s.Enabled) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := serverTools{name: name, srv: offline(name), opts: exposure(cfg, name, s), cfg: s, state: actors.StateDown}
+			defer func() {
+				mu.Lock()
+				out = append(out, st)
+				mu.Unlock()
+			}()
+			ucfg, err := ds.upstreamConfig(name, s)
+			if err != nil {
+				st.err = err
+				return
+			}
+			ucfg.Logger = log
+			dctx, cancel := context.WithTimeout(ctx, startupTimeout(s))
+			defer cancel()
+			c, err := upstream.Dial(dctx, ucfg, upstream.Handlers{})
+			if err != nil {
+				st.err = err
+				return
+			}
+			defer c.Close()
+			if st.tools, st.err = c.ListTools(dctx); st.err == nil {
+				st.state = actors.StateReady
+			}
+		}()
+	}
+	wg.Wait()
+	slices.SortFunc(out, func(a, b serverTools) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// offline is a proxy.Server for listing only: calls fail.
+type offline string
+
+func (o offline) Name() string { return string(o) }
+
+func (o offline) CallTool(context.Context, string, json.RawMessage, upstream.Observer) (json.RawMessage, error) {
+	return nil, upstream.ErrClosed
+}
+
+// settle waits, at most d, until no server is still connecting for the
+// first time: clients that list tools once (Codex) then see them. A
+// server that is down does not hold anything up beyond d.
+func (ds *downstreams) settle(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		connecting := false
+		for _, s := range ds.snapshot() {
+			connecting = connecting || s.state == actors.StateConnecting
+		}
+		if !connecting {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
