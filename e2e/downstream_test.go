@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -148,25 +149,38 @@ func TestDownstreamRelaysProgressAndElicitation(t *testing.T) {
 	}
 }
 
-// childOf finds a process whose parent is ppid and whose command is comm.
-func childOf(ppid int, comm string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		s := string(b)
-		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < 0 || s[open+1:close] != comm {
-			continue
-		}
-		if f := strings.Fields(s[close+1:]); len(f) > 2 && f[1] == strconv.Itoa(ppid) {
+// childWithArg finds a child of ppid named comm whose command line
+// contains arg.
+func childWithArg(ppid int, comm, arg string) int {
+	for pid := range childrenOf(ppid, comm) {
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), arg) {
 			return pid
 		}
 	}
 	return 0
+}
+
+// childrenOf yields the processes whose parent is ppid and whose command
+// is comm.
+func childrenOf(ppid int, comm string) func(func(int) bool) {
+	return func(yield func(int) bool) {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			s := string(b)
+			open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+			if open < 0 || close < 0 || s[open+1:close] != comm {
+				continue
+			}
+			if f := strings.Fields(s[close+1:]); len(f) > 2 && f[1] == strconv.Itoa(ppid) && !yield(pid) {
+				return
+			}
+		}
+	}
 }
 
 // A downstream killed mid-call: the call fails fast, troupe's own tools
@@ -175,13 +189,15 @@ func TestDownstreamKilledMidCall(t *testing.T) {
 	requireDownstream(t)
 	fx := newFixture(t)
 	command, args := everythingStdioCommand(t)
-	cfg := downstreamConfig(t, stdioServerTable("everything", command, args, "requires_approval = false"))
+	fsCommand, fsArgs := filesystemStdioCommand(t, fx.dir)
+	cfg := downstreamConfig(t, stdioServerTable("everything", command, args, "requires_approval = false")+
+		stdioServerTable("fs", fsCommand, fsArgs, ""))
 	s := startServer(t, fx.dir, "--config", cfg)
 	s.initialize("2025-11-25")
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"everything.trigger-long-running-operation","arguments":{"duration":60,"steps":60}}}`)
 	var node int
 	for deadline := time.Now().Add(10 * time.Second); node == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		node = childOf(s.cmd.Process.Pid, "node")
+		node = childWithArg(s.cmd.Process.Pid, "node", "server-everything")
 	}
 	if node == 0 {
 		t.Fatal("no node child of troupe")
@@ -198,10 +214,14 @@ func TestDownstreamKilledMidCall(t *testing.T) {
 	if !isToolError(m) || !strings.Contains(resultText(t, m), "not connected") {
 		t.Fatalf("call to a killed server: %v", m)
 	}
-	// troupe's own tools are unaffected.
+	// troupe's own tools and the other server are unaffected.
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"repo.listDir","arguments":{"path":"."}}}`)
 	if m := s.recvResponse(); isToolError(m) {
 		t.Fatalf("repo.listDir after the kill: %v", m)
+	}
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fs.list_allowed_directories","arguments":{}}}`)
+	if m := s.recvResponse(); isToolError(m) {
+		t.Fatalf("the other server after the kill: %v", m)
 	}
 	// The server comes back.
 	for i := 0; ; i++ {
@@ -232,5 +252,23 @@ func (s *stdioServer) recvResponse() map[string]any {
 		if m := s.recv(); m["id"] != nil {
 			return m
 		}
+	}
+}
+
+// troupe tools connects to each server and says how it is.
+func TestToolsCommandShowsServerStates(t *testing.T) {
+	requireDownstream(t)
+	fx := newFixture(t)
+	command, args := everythingStdioCommand(t)
+	cfg := downstreamConfig(t, stdioServerTable("everything", command, args, "")+
+		"[mcp_servers.broken]\ncommand = \"/nonexistent/server\"\nstartup_timeout_sec = 2\n")
+	out, err := exec.Command(troupeBinary(t), "tools", "--workspace", fx.dir, "--config", cfg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("troupe tools: %v\n%s", err, out)
+	}
+	text := string(out)
+	if !strings.Contains(text, "server everything: ready,") || !strings.Contains(text, "server broken: down") ||
+		!strings.Contains(text, "everything.echo") {
+		t.Fatalf("troupe tools:\n%s", text)
 	}
 }
