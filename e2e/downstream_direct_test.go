@@ -8,15 +8,12 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // everythingCalls are server-everything's deterministic tool calls.
@@ -172,23 +169,22 @@ func TestDownstreamEverythingHTTP(t *testing.T) {
 func TestDownstreamEverythingProgress(t *testing.T) {
 	command, args := everythingStdioCommand(t)
 	long := map[string]any{"duration": 0.4, "steps": 4}
-	res := runRawScenario(t, map[string]any{
-		"transport": transport{Kind: "stdio", Command: command, Args: args},
-		"steps": []map[string]any{
-			{"op": "callTool", "name": "trigger-long-running-operation", "arguments": long, "progress": true},
-			{"op": "callTool", "name": "trigger-long-running-operation", "arguments": long},
-		},
+	withProgress := callTool("trigger-long-running-operation", long)
+	withProgress.Progress = true
+	res := runScenario(t, scenario{
+		Transport: transport{Kind: "stdio", Command: command, Args: args},
+		Steps:     []step{withProgress, callTool("trigger-long-running-operation", long)},
 	})
 	want := "Long running operation completed. Duration: 0.4 seconds, Steps: 4."
 	for i, got := range res.Steps {
-		if text := decodeCall(t, got.stepResult).text(); text != want {
+		if text := decodeCall(t, got).text(); text != want {
 			t.Errorf("step %d: %q, want %q", i, text, want)
 		}
 	}
 	// The SDK client may drop the last one, which comes with the result
 	// (see downstream_servers_test.go).
-	if n := res.Steps[0].ProgressCount; n == nil || *n < 3 || *n > 4 {
-		t.Errorf("with a progress token: progressCount %v, want 4 (or 3)", n)
+	if n := res.Steps[0].ProgressCount; n < 3 || n > 4 {
+		t.Errorf("with a progress token: progressCount %d, want 4 (or 3)", n)
 	}
 }
 
@@ -341,46 +337,3 @@ func decodeTextStructured(t *testing.T, got stepResult, v any) {
 	}
 }
 
-// rawResult is a runner report whose steps may carry progressCount.
-type rawResult struct {
-	Steps []struct {
-		stepResult
-		ProgressCount *int `json:"progressCount"`
-	} `json:"steps"`
-}
-
-// runRawScenario runs a scenario given as JSON-able data through runner.mjs,
-// for runner options the step type does not carry yet ("progress",
-// "timeoutMs"). Once step has a Progress field, runScenario will do.
-func runRawScenario(t *testing.T, sc map[string]any) rawResult {
-	t.Helper()
-	runner := requireRunner(t)
-	input, err := json.Marshal(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), scenarioTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", runner)
-	cmd.Stdin = bytes.NewReader(input)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 10 * time.Second
-	runErr := cmd.Run()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("scenario: %s\nrunner stderr:\n%s", input, stderr.String())
-		}
-	})
-	if runErr != nil {
-		t.Fatalf("runner: %v", runErr)
-	}
-	var res rawResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("runner printed no JSON report (%v):\n%s", err, stdout.String())
-	}
-	if steps, _ := sc["steps"].([]map[string]any); len(res.Steps) != len(steps) {
-		t.Fatalf("runner reported %d steps, want %d", len(res.Steps), len(steps))
-	}
-	return res
-}
