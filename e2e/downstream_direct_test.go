@@ -336,4 +336,3 @@ func decodeTextStructured(t *testing.T, got stepResult, v any) {
 		t.Fatalf("decoding structuredContent: %v", err)
 	}
 }
-
