@@ -1,0 +1,306 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"troupe/protocol"
+)
+
+// notifyTimeout bounds the notifications and answers the client sends on
+// its own initiative (cancellations, answers to server requests), which
+// have no caller's context.
+const notifyTimeout = 5 * time.Second
+
+// flight is one CallTool in flight: its progress token and observer.
+type flight struct {
+	token string
+	obs   Observer
+	// ctx ends when the call ends (or the connection does); elicitations
+	// for the call run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// mu is held while Progress or Log runs, so that once end has taken it
+	// no callback runs any more: observers never outlive their CallTool.
+	mu    sync.Mutex
+	ended bool
+}
+
+// progress delivers notifications/progress unless the call has ended.
+func (f *flight) progress(p, total float64, msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.ended && f.obs.Progress != nil {
+		f.obs.Progress(p, total, msg)
+	}
+}
+
+// logMessage delivers notifications/message; false means nobody took it.
+func (f *flight) logMessage(level protocol.LoggingLevel, logger string, data json.RawMessage) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended || f.obs.Log == nil {
+		return false
+	}
+	f.obs.Log(level, logger, data)
+	return true
+}
+
+func (f *flight) end() {
+	f.cancel()
+	f.mu.Lock()
+	f.ended = true
+	f.mu.Unlock()
+}
+
+// startFlight registers a CallTool under a fresh progress token.
+func (c *Client) startFlight(obs Observer) *flight {
+	ctx, cancel := context.WithCancel(c.life)
+	f := &flight{obs: obs, ctx: ctx, cancel: cancel}
+	c.mu.Lock()
+	c.tokens++
+	f.token = "troupe-" + strconv.FormatUint(c.tokens, 10)
+	c.flights[f.token] = f
+	c.mu.Unlock()
+	return f
+}
+
+// endFlight forgets a CallTool; after it returns no observer of the call
+// runs, and the call's elicitations see their context end.
+func (c *Client) endFlight(f *flight) {
+	c.mu.Lock()
+	delete(c.flights, f.token)
+	c.mu.Unlock()
+	f.end()
+}
+
+// soleFlight is the stdio attribution rule: a server message that names no
+// call (notifications/message, elicitation/create) belongs to a call only
+// when exactly one call is in flight; with none or several it belongs to
+// nobody, so one caller never receives another's traffic.
+func (c *Client) soleFlight() *flight {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.flights) != 1 {
+		return nil
+	}
+	for _, f := range c.flights {
+		return f
+	}
+	return nil
+}
+
+// spawn runs fn in a goroutine the client owns (waited for by Close);
+// false when the client is stopping and fn was not started.
+func (c *Client) spawn(fn func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return false
+	}
+	c.wg.Go(fn)
+	return true
+}
+
+// notification handles a notification from the server. f is the call it is
+// attributed to (the POST stream it came on, or the sole call on stdio),
+// nil for none. Progress is matched by its token, never by f.
+func (c *Client) notification(method string, params json.RawMessage, f *flight) {
+	switch method {
+	case protocol.NotificationProgress:
+		var p struct {
+			Token    json.RawMessage `json:"progressToken"`
+			Progress float64         `json:"progress"`
+			Total    *float64        `json:"total"`
+			Message  string          `json:"message"`
+		}
+		var token string
+		if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Token, &token) != nil {
+			c.log.Debug("upstream: malformed notifications/progress dropped")
+			return
+		}
+		c.mu.Lock()
+		target := c.flights[token]
+		c.mu.Unlock()
+		if target == nil {
+			c.log.Debug("upstream: progress for no call in flight dropped", "token", token)
+			return
+		}
+		total := 0.0
+		if p.Total != nil {
+			total = *p.Total
+		}
+		target.progress(p.Progress, total, p.Message)
+	case protocol.NotificationMessage:
+		var m struct {
+			Level  protocol.LoggingLevel `json:"level"`
+			Logger string                `json:"logger"`
+			Data   json.RawMessage       `json:"data"`
+		}
+		if json.Unmarshal(params, &m) != nil {
+			c.log.Debug("upstream: malformed notifications/message dropped")
+			return
+		}
+		if f != nil && f.logMessage(m.Level, m.Logger, m.Data) {
+			return
+		}
+		c.logDownstream(m.Level, m.Logger, m.Data)
+	case protocol.NotificationToolsListChanged:
+		if c.h.ToolsChanged != nil {
+			c.h.ToolsChanged()
+		}
+	case protocol.NotificationCancelled:
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+			return
+		}
+		c.mu.Lock()
+		cancel := c.requests[idKey(p.RequestID)]
+		delete(c.requests, idKey(p.RequestID))
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	default:
+		c.log.Debug("upstream: notification ignored", "method", method)
+	}
+}
+
+// maxLoggedData bounds the data of a downstream log message written to
+// troupe's log.
+const maxLoggedData = 4 << 10
+
+// logDownstream writes a server's notifications/message that no call took
+// to troupe's log.
+func (c *Client) logDownstream(level protocol.LoggingLevel, logger string, data json.RawMessage) {
+	var lv slog.Level
+	switch s := level.Severity(); {
+	case s <= 0:
+		lv = slog.LevelDebug
+	case s <= 2:
+		lv = slog.LevelInfo
+	case s == 3:
+		lv = slog.LevelWarn
+	default:
+		lv = slog.LevelError
+	}
+	text := string(data)
+	if len(text) > maxLoggedData {
+		text = text[:maxLoggedData] + "…"
+	}
+	c.log.Log(context.Background(), lv, "upstream: downstream log message", "level", string(level), "logger", logger, "data", text)
+}
+
+// reply sends the answer to a server→client request; exactly one of
+// result and rpcErr is set.
+type reply func(ctx context.Context, result json.RawMessage, rpcErr *RPCError) error
+
+// The fixed answers to server→client requests troupe does not relay.
+var (
+	answerEmpty   = json.RawMessage(`{}`)
+	answerRoots   = json.RawMessage(`{"roots":[]}`)
+	answerDecline = json.RawMessage(`{"action":"decline"}`)
+	answerCancel  = json.RawMessage(`{"action":"cancel"}`)
+)
+
+// serverRequest answers a request from the server in a goroutine of the
+// client (the reader goes on reading meanwhile). f is the call the request
+// is attributed to, nil for none. ping gets {}, roots/list an empty list,
+// elicitation/create goes to the call's Observer.Elicit (declined without
+// one), anything else is -32601.
+func (c *Client) serverRequest(id json.RawMessage, method string, params json.RawMessage, f *flight, send reply) {
+	key := idKey(id)
+	parent := c.life
+	if f != nil {
+		parent = f.ctx
+	}
+	ctx, cancel := context.WithCancel(parent)
+	c.mu.Lock()
+	c.requests[key] = cancel
+	c.mu.Unlock()
+	started := c.spawn(func() {
+		defer cancel()
+		result, rpcErr := c.answer(ctx, method, params, f)
+		c.mu.Lock()
+		_, pending := c.requests[key]
+		delete(c.requests, key)
+		c.mu.Unlock()
+		if !pending || c.life.Err() != nil {
+			return // the server cancelled it (no answer is due), or we are gone
+		}
+		sctx, scancel := context.WithTimeout(c.life, notifyTimeout)
+		defer scancel()
+		if err := send(sctx, result, rpcErr); err != nil {
+			c.log.Debug("upstream: answer to a server request not delivered", "method", method, "err", err)
+		}
+	})
+	if !started {
+		cancel()
+	}
+}
+
+// answer computes the answer to one server→client request.
+func (c *Client) answer(ctx context.Context, method string, params json.RawMessage, f *flight) (json.RawMessage, *RPCError) {
+	switch method {
+	case protocol.MethodPing:
+		return answerEmpty, nil
+	case "roots/list":
+		return answerRoots, nil
+	case protocol.MethodElicitationCreate:
+		return c.elicit(ctx, params, f)
+	}
+	return nil, &RPCError{Code: protocol.CodeMethodNotFound, Message: "method not found: " + method}
+}
+
+// elicit relays elicitation/create to the call's Observer.Elicit.
+func (c *Client) elicit(ctx context.Context, params json.RawMessage, f *flight) (json.RawMessage, *RPCError) {
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &RPCError{Code: protocol.CodeInvalidParams, Message: "elicitation/create params are not an object"}
+	}
+	if p.Mode != "" && p.Mode != "form" {
+		// We declared form mode only; the spec has the client refuse others.
+		return nil, &RPCError{Code: protocol.CodeInvalidParams, Message: "elicitation mode " + strconv.Quote(p.Mode) + " is not supported (form only)"}
+	}
+	if f == nil || f.obs.Elicit == nil {
+		c.log.Debug("upstream: elicitation declined: no call to relay it to")
+		return answerDecline, nil
+	}
+	res, err := f.obs.Elicit(ctx, params)
+	var rpcErr *RPCError
+	switch {
+	case err == nil && len(res) == 0:
+		return answerDecline, nil
+	case err == nil:
+		return res, nil
+	case errors.As(err, &rpcErr):
+		return nil, rpcErr
+	case ctx.Err() != nil:
+		return answerCancel, nil // the call ended before anybody answered
+	}
+	c.log.Debug("upstream: elicitation relay failed", "err", err)
+	return nil, &RPCError{Code: protocol.CodeInternalError, Message: "elicitation failed"}
+}
+
+// idKey normalizes a JSON-RPC id (a string or a number) for map lookups.
+func idKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s:" + s
+		}
+	}
+	return "n:" + string(raw)
+}

@@ -1,0 +1,64 @@
+// Package upstream is troupe's MCP client for the downstream servers
+// configured under [mcp_servers.<name>]: it connects to one server (a child
+// process over stdio, or streamable HTTP), performs the handshake, lists
+// its tools and calls them, so that troupe can serve them as its own.
+//
+//	c, err := upstream.Dial(ctx, upstream.Config{
+//		Name:       "github",
+//		Command:    "github-mcp-server",
+//		Args:       []string{"stdio"},
+//		Env:        map[string]string{"PATH": "/usr/bin:/bin", "GITHUB_TOKEN": token},
+//		ClientInfo: protocol.Implementation{Name: "troupe", Version: "1"},
+//	}, upstream.Handlers{ToolsChanged: func() { /* re-list later */ }})
+//	if err != nil {
+//		return err
+//	}
+//	defer c.Close()
+//	tools, err := c.ListTools(ctx) // raw tool objects, passed through as sent
+//	res, err := c.CallTool(ctx, "search", json.RawMessage(`{"q":"troupe"}`), upstream.Observer{
+//		Progress: func(p, total float64, msg string) { /* relay */ },
+//	})
+//
+// A Client is one session. It does not reconnect: when the connection is
+// lost (the process exits, the HTTP session expires or the server becomes
+// unreachable) Done is closed, every call in flight fails with an error
+// wrapping ErrClosed, and the owner dials again.
+//
+// # Transports
+//
+// stdio: the server runs as a child process in its own process group, with
+// exactly the environment in Config.Env, started by Config.Start (troupe's
+// sandbox) when set. Messages are lines on its stdin and stdout, read
+// through protocol/framing, so a malformed line costs one message and
+// never the stream. Its stderr is logged line by line at debug level.
+// Close closes its stdin, sends SIGTERM to the group and SIGKILL 2 s
+// later; the process is always reaped.
+//
+// Streamable HTTP (2025-03-26 and later): every message is a POST; an
+// answer may be JSON or an SSE stream, whose requests and notifications
+// before the response belong to that call. A stream the server closes
+// early is resumed with GET and Last-Event-ID. The session id from
+// initialize and the negotiated MCP-Protocol-Version go on every later
+// request, a standalone GET stream carries what the server sends outside of
+// calls, and Close ends the session with DELETE. The bearer token is sent
+// as a header and never appears in errors or logs.
+//
+// # Attributing server messages to calls
+//
+// What a server sends during a call reaches that call's Observer only when
+// it provably belongs to the call:
+//
+//   - notifications/progress carries the call's progress token (every call
+//     sends a unique one), so it is matched exactly on both transports.
+//   - notifications/message and elicitation/create carry no link to a
+//     request. Over streamable HTTP they belong to the call whose POST
+//     stream carried them. Over stdio MCP offers no link at all, so they are
+//     attributed to a call only while exactly one call is in flight on the
+//     client; with none or several, a log message goes to troupe's log and
+//     an elicitation is declined ({"action":"decline"}). One caller never
+//     sees another caller's downstream traffic. An owner that needs every
+//     stdio log message attributed can run one call at a time per client.
+//
+// Other server requests are answered by the client itself: ping with {},
+// roots/list with an empty list, anything else with -32601.
+package upstream
