@@ -14,6 +14,10 @@ type lineError struct {
 	id      json.RawMessage // raw id token to echo, nil for null
 	code    int64
 	message string
+	// response: the message looks like a response (result or error, no
+	// method). JSON-RPC never answers a response, so a bad one is dropped
+	// without a reply: two peers must not bounce errors at each other.
+	response bool
 }
 
 // Rejection is why a message is not valid JSON-RPC as MCP uses it, and the
@@ -66,8 +70,9 @@ func classify(msg []byte) ([]byte, *lineError) {
 		return nil, &lineError{code: jsonrpc2.CodeInvalidRequest, message: "invalid request: the message must be a JSON-RPC 2.0 object"}
 	}
 	id, idErr := checkID(env.ID)
+	isResponse := env.Method == nil && (env.Result != nil || env.Error != nil)
 	invalid := func(why string) *lineError {
-		return &lineError{id: id, code: jsonrpc2.CodeInvalidRequest, message: "invalid request: " + why}
+		return &lineError{id: id, code: jsonrpc2.CodeInvalidRequest, message: "invalid request: " + why, response: isResponse}
 	}
 	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
 		return nil, invalid(`"jsonrpc" must be "2.0"`)

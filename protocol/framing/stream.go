@@ -170,7 +170,9 @@ func (s *Stream) accept(line []byte) {
 	msg, perr := classify(line)
 	if perr != nil {
 		s.log.Debug("framing: rejected message", "code", perr.code, "reason", perr.message)
-		s.reply(perr.id, perr.code, perr.message)
+		if !perr.response {
+			s.reply(perr.id, perr.code, perr.message)
+		}
 		return
 	}
 	s.queue = append(s.queue, msg)
@@ -200,7 +202,9 @@ func (s *Stream) acceptBatch(line []byte) {
 	for _, m := range members {
 		msg, perr := classify(m)
 		if perr != nil {
-			b.replies = append(b.replies, errorLine(perr.id, perr.code, perr.message))
+			if !perr.response {
+				b.replies = append(b.replies, errorLine(perr.id, perr.code, perr.message))
+			}
 			continue
 		}
 		if id, ok := requestID(msg); ok {

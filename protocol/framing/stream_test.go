@@ -65,6 +65,22 @@ func parseReply(t *testing.T, line string) wantReply {
 	return wantReply{id: string(r.ID), code: r.Error.Code}
 }
 
+// A bad response is dropped without a reply: JSON-RPC never answers a
+// response, and two peers must not bounce errors at each other.
+func TestStreamDropsBadResponsesSilently(t *testing.T) {
+	const good = `{"jsonrpc":"2.0","id":7,"method":"ping"}`
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}`,
+		`{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error"}}`,
+	} {
+		got, replies := drain(t, line+"\n"+good+"\n", Options{MaxLineBytes: 1024}, false)
+		if len(got) != 1 || got[0] != good || len(replies) != 0 {
+			t.Fatalf("%s: delivered %q, replied %q", line, got, replies)
+		}
+	}
+}
+
 func TestStreamRejectsBadLinesAndKeepsGoing(t *testing.T) {
 	const good = `{"jsonrpc":"2.0","id":7,"method":"ping"}`
 	cases := []struct {
@@ -88,7 +104,6 @@ func TestStreamRejectsBadLinesAndKeepsGoing(t *testing.T) {
 		{"numeric method", `{"jsonrpc":"2.0","id":3,"method":5}`, wantReply{"3", jsonrpc2.CodeInvalidRequest}},
 		{"string params", `{"jsonrpc":"2.0","id":3,"method":"ping","params":"x"}`, wantReply{"3", jsonrpc2.CodeInvalidRequest}},
 		{"neither", `{"jsonrpc":"2.0","id":1}`, wantReply{"1", jsonrpc2.CodeInvalidRequest}},
-		{"result and error", `{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}`, wantReply{"1", jsonrpc2.CodeInvalidRequest}},
 		{"scalar", `42`, wantReply{"null", jsonrpc2.CodeInvalidRequest}},
 		{"string", `"ping"`, wantReply{"null", jsonrpc2.CodeInvalidRequest}},
 		{"batch when not allowed", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, wantReply{"null", jsonrpc2.CodeInvalidRequest}},
