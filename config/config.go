@@ -59,6 +59,7 @@ type Config struct {
 	Audit      Audit                  `koanf:"audit"`
 	Output     Output                 `koanf:"output"`
 	Shell      Shell                  `koanf:"shell"`
+	Codex      Codex                  `koanf:"codex"`
 
 	// File is the config file that was read, "" for none.
 	File string `koanf:"-"`
@@ -185,6 +186,17 @@ type Shell struct {
 	SandboxProfile string        `koanf:"sandbox_profile"`
 	AllowNetwork   bool          `koanf:"allow_network"`
 	Timeout        time.Duration `koanf:"timeout"`
+}
+
+// Codex is the [codex] table: the codex and codex-reply tools.
+type Codex struct {
+	// Enabled offers the tools when a Codex binary is found (and the MCP
+	// server surface is on).
+	Enabled bool `koanf:"enabled"`
+	// Binary is the codex executable; "" looks it up on PATH.
+	Binary string `koanf:"binary"`
+	// Timeout is the ceiling of one Codex turn.
+	Timeout time.Duration `koanf:"timeout"`
 }
 
 // CommandTool is one [mcp.<name>] table: a tool that runs a program.

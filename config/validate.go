@@ -133,6 +133,8 @@ func (c *Config) validateExecution() error {
 		return errKey(p("output", "max_outputs_per_session"), "output.max_outputs_per_session must be at least 1")
 	case c.Shell.Timeout <= 0:
 		return errKey(p("shell", "timeout"), "shell.timeout must be positive, got %s", c.Shell.Timeout)
+	case c.Codex.Timeout <= 0:
+		return errKey(p("codex", "timeout"), "codex.timeout must be positive, got %s", c.Codex.Timeout)
 	}
 	for _, pat := range c.Approvals.Trust {
 		if _, err := path.Match(pat, ""); err != nil || pat == "" {
