@@ -22,7 +22,7 @@ type connection struct {
 	in          io.Reader
 	out         io.WriteCloser
 	opts        *hostOptions
-	sessionOpts SessionOptions // copied at spawn: the server's current options
+	sessionOpts *SessionOptions // the server's current options, shared
 	log         *slog.Logger
 	done        chan struct{} // closed when the actor has stopped
 	stream      *framing.Stream

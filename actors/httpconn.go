@@ -21,7 +21,7 @@ import (
 type httpConn struct {
 	handle      *HTTPSession
 	opts        *hostOptions
-	sessionOpts SessionOptions // copied at spawn: the server's current options
+	sessionOpts *SessionOptions // the server's current options, shared
 	log         *slog.Logger
 
 	session    *actor.PID

@@ -20,7 +20,7 @@ import (
 // server's own map forgets a session the moment it ends.
 type server struct {
 	opts     *hostOptions
-	session  SessionOptions // for new sessions; its Registry follows registryChanged
+	session  *SessionOptions // for new sessions, shared, never changed: registryChanged makes a new one
 	log      *slog.Logger
 	guardian *sessionGuardian
 	live     map[string]*actor.PID // connections and HTTP sessions, by PID id
@@ -57,9 +57,12 @@ func (s *server) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.live = map[string]*actor.PID{}
 		s.opts.server = ctx.Self()
-		s.session = s.opts.session
+		opts := s.opts.session.withDefaults()
+		s.session = &opts
 	case *registryChanged:
-		s.session.Registry = msg.registry
+		next := *s.session // copy on write: sessions share the old one
+		next.Registry = msg.registry
+		s.session = &next
 		for _, pid := range s.live {
 			ctx.Send(pid, msg)
 		}

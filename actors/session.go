@@ -143,7 +143,7 @@ type inflight struct {
 // about one client (negotiated revision, capabilities, log level) and the
 // table of calls in flight, keyed by request id.
 type session struct {
-	opts        SessionOptions
+	opts        *SessionOptions
 	registry    *tools.Registry // the tools this session sees now; calls keep the one they started with
 	log         *slog.Logger
 	id          string
@@ -166,8 +166,9 @@ type session struct {
 	store       *spool.Store                    // calls' full output; made on first call
 }
 
-func newSession(opts SessionOptions, log *slog.Logger, exec *executorDeps) actor.Producer {
-	opts = opts.withDefaults()
+// newSession makes sessions with opts, which has its defaults applied and
+// is shared by every session (never changed, so it is copied by no one).
+func newSession(opts *SessionOptions, log *slog.Logger, exec *executorDeps) actor.Producer {
 	return func() actor.Actor {
 		id := newSessionID()
 		return &session{
