@@ -1,0 +1,109 @@
+package codexagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"troupe/protocol"
+)
+
+// The decisions a person can give Codex, as app-server's
+// CommandExecutionApprovalDecision and FileChangeApprovalDecision spell
+// them.
+var decisions = []struct{ value, title string }{
+	{"accept", "Allow"},
+	{"acceptForSession", "Allow, and do not ask again for the same in this conversation"},
+	{"decline", "Deny (Codex goes on without it)"},
+	{"cancel", "Deny and stop the turn"},
+}
+
+// answer handles a request from Codex. Approvals go to a person through
+// elicitation/create; anything else is refused, since nobody is at a
+// terminal to answer it.
+func (tr *turn) answer(m message) error {
+	var p map[string]any
+	_ = json.Unmarshal(m.Params, &p)
+	var err error
+	switch m.Method {
+	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
+		tr.report("Codex asks for approval", m.Method, m.Params)
+		err = tr.c.respond(m.ID, map[string]any{"decision": tr.ask(approvalMessage(m.Method, p))})
+	default:
+		err = tr.c.refuse(m.ID, -32601, "troupe does not relay "+m.Method+" to its client")
+	}
+	if err != nil {
+		return tr.c.exitError()
+	}
+	return nil
+}
+
+// ask asks the client's person and returns the decision; "decline" when
+// there is nobody to ask or no usable answer.
+func (tr *turn) ask(text string) string {
+	if tr.req.Client == nil {
+		return "decline"
+	}
+	var values, names []string
+	for _, d := range decisions {
+		values, names = append(values, d.value), append(names, d.title)
+	}
+	form := protocol.ElicitRequestParams{
+		Message: text,
+		RequestedSchema: protocol.ElicitSchema{Type: "object", Required: []string{"decision"},
+			Properties: map[string]any{"decision": map[string]any{
+				"type": "string", "title": "Decision", "enum": values, "enumNames": names, "default": "decline",
+			}}},
+	}
+	// Bounded by the turn: a cancelled call or the turn ceiling withdraws
+	// the question.
+	raw, err := tr.req.Client.Call(tr.ctx, protocol.MethodElicitationCreate, form)
+	if err != nil {
+		return "decline"
+	}
+	var res protocol.ElicitResult
+	if json.Unmarshal(raw, &res) != nil {
+		return "decline"
+	}
+	switch res.Action {
+	case protocol.ElicitAccept:
+		var d string
+		if json.Unmarshal(res.Content["decision"], &d) == nil {
+			for _, known := range decisions {
+				if d == known.value {
+					return d
+				}
+			}
+		}
+		return "decline"
+	case protocol.ElicitCancel:
+		return "cancel"
+	}
+	return "decline"
+}
+
+// approvalMessage is what the person reads: what Codex wants to do, where
+// and why.
+func approvalMessage(method string, p map[string]any) string {
+	var b strings.Builder
+	str := func(k string) string {
+		s, _ := p[k].(string)
+		return s
+	}
+	if method == "item/fileChange/requestApproval" {
+		b.WriteString("Codex asks to change files")
+		if root := str("grantRoot"); root != "" {
+			fmt.Fprintf(&b, " (and to write under %s for the rest of the conversation)", root)
+		}
+		b.WriteString(".\n")
+	} else {
+		fmt.Fprintf(&b, "Codex asks to run a command:\n%s\n", str("command"))
+		if cwd := str("cwd"); cwd != "" {
+			fmt.Fprintf(&b, "Working directory: %s\n", cwd)
+		}
+	}
+	if r := str("reason"); r != "" {
+		fmt.Fprintf(&b, "Reason: %s\n", r)
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,368 @@
+package codexagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"troupe/protocol"
+	"troupe/tools"
+)
+
+// The tools' names.
+const (
+	NameCodex = "codex"
+	NameReply = "codex-reply"
+)
+
+// DefaultTimeout is the ceiling of one turn when Options.Timeout is zero.
+const DefaultTimeout = 10 * time.Minute
+
+// Options configure the tools.
+type Options struct {
+	Binary    string            // the codex executable (absolute path)
+	Workspace string            // default cwd; cwd arguments must lie inside it
+	Env       map[string]string // the environment Codex runs with (the caller builds it: PATH, HOME, CODEX_HOME, ...)
+	Timeout   time.Duration     // ceiling of one turn (0: 10 minutes)
+}
+
+// toolSet is the state both tools share: the options, resolved, and the
+// conversation table.
+type toolSet struct {
+	opts      Options
+	env       []string
+	codexHome string
+	wsReal    string
+	timeout   time.Duration
+	convs     *conversations
+	// onStart, when set (tests), learns the pid of every Codex started.
+	onStart func(pid int)
+}
+
+// Tools returns codex and codex-reply, sharing one conversation table. It
+// fails when Binary is not an executable file or Workspace is not a
+// directory. Whether Binary really is Codex 0.169 or later is found out at
+// the first call (app-server must exist).
+func Tools(opts Options) ([]tools.Tool, error) {
+	if !supported {
+		return nil, errors.New("the codex tools are supported on Linux only")
+	}
+	if !filepath.IsAbs(opts.Binary) {
+		return nil, fmt.Errorf("codex: binary %q is not an absolute path", opts.Binary)
+	}
+	fi, err := os.Stat(opts.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("codex: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return nil, fmt.Errorf("codex: %s is not an executable file", opts.Binary)
+	}
+	ws, err := filepath.EvalSymlinks(opts.Workspace)
+	if err == nil {
+		ws, err = filepath.Abs(ws)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("codex: workspace: %w", err)
+	}
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("codex: workspace %s is not a directory", opts.Workspace)
+	}
+	s := &toolSet{opts: opts, wsReal: ws, timeout: opts.Timeout, convs: newConversations(maxConversations)}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	keys := make([]string, 0, len(opts.Env))
+	for k := range opts.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s.env = append(s.env, k+"="+opts.Env[k])
+	}
+	// Codex's own default, so profiles are found where Codex looks.
+	s.codexHome = opts.Env["CODEX_HOME"]
+	if s.codexHome == "" && opts.Env["HOME"] != "" {
+		s.codexHome = filepath.Join(opts.Env["HOME"], ".codex")
+	}
+	return []tools.Tool{&codexTool{s}, &replyTool{s}}, nil
+}
+
+const codexInput = `{
+  "type": "object",
+  "properties": {
+    "prompt": {"type": "string", "minLength": 1, "description": "The task for Codex: what a person would type as the first message."},
+    "model": {"type": "string", "description": "The model Codex should use (default: Codex's configuration)."},
+    "profile": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "description": "A Codex configuration profile: CODEX_HOME/<profile>.config.toml is applied on top of Codex's configuration."},
+    "cwd": {"type": "string", "description": "Codex's working directory, relative to the workspace root or absolute inside it (default: the root)."},
+    "approval-policy": {"type": "string", "enum": ["untrusted", "on-request", "never"], "description": "When Codex asks before running a command: untrusted (almost always), on-request (when the model asks for more than the sandbox allows), never. Questions are relayed to the client as elicitation forms."},
+    "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "danger-full-access"], "description": "Codex's sandbox for the commands it runs."},
+    "config": {"type": "object", "description": "Codex configuration overrides, dotted keys as with codex -c (e.g. {\"model_reasoning_effort\": \"high\"})."},
+    "base-instructions": {"type": "string", "description": "Instructions that replace Codex's default base instructions."}
+  },
+  "required": ["prompt"],
+  "additionalProperties": false
+}`
+
+const replyInput = `{
+  "type": "object",
+  "properties": {
+    "conversationId": {"type": "string", "minLength": 1, "description": "The conversationId a codex call returned."},
+    "prompt": {"type": "string", "minLength": 1, "description": "The next message to Codex in that conversation."}
+  },
+  "required": ["conversationId", "prompt"],
+  "additionalProperties": false
+}`
+
+const output = `{
+  "type": "object",
+  "properties": {
+    "conversationId": {"type": "string", "description": "Pass it to codex-reply to continue the conversation."},
+    "message": {"type": "string", "description": "Codex's final message of the turn."}
+  },
+  "required": ["conversationId", "message"]
+}`
+
+// MetaConversationID is the result's _meta key holding the conversation id.
+const MetaConversationID = protocol.MetaPrefix + "codex/conversationId"
+
+func (s *toolSet) spec(name, title, desc, input string) tools.Spec {
+	no, yes := false, true
+	return tools.Spec{
+		Name: name, Title: title, Description: desc,
+		InputSchema: json.RawMessage(input), OutputSchema: json.RawMessage(output),
+		Annotations: &protocol.ToolAnnotations{Title: title, ReadOnlyHint: &no, DestructiveHint: &yes, OpenWorldHint: &yes},
+		Safety: tools.Safety{RequiresApproval: true, HighRisk: true, SandboxProfile: "none", AllowNetwork: true,
+			SideEffects: []string{"filesystem", "process", "network"}, Timeout: s.timeout, Streaming: true},
+	}
+}
+
+const isolationNote = " troupe does not sandbox Codex: Codex applies its own sandbox (the sandbox argument or its configuration) " +
+	"to the commands it runs, and asks before running some (approval-policy); those questions are relayed to the client. " +
+	"Every call needs a person's approval."
+
+// codexTool is the codex tool.
+type codexTool struct{ s *toolSet }
+
+// Spec implements tools.Tool.
+func (t *codexTool) Spec() tools.Spec {
+	return t.s.spec(NameCodex, "Start a Codex session",
+		"Runs the Codex coding agent on a prompt in the workspace and returns its final message and a conversationId "+
+			"to continue with codex-reply. Codex can read and write files and run commands."+isolationNote, codexInput)
+}
+
+// codexArgs are codex's arguments.
+type codexArgs struct {
+	Prompt           string         `json:"prompt"`
+	Model            string         `json:"model"`
+	Profile          string         `json:"profile"`
+	Cwd              string         `json:"cwd"`
+	ApprovalPolicy   string         `json:"approval-policy"`
+	Sandbox          string         `json:"sandbox"`
+	Config           map[string]any `json:"config"`
+	BaseInstructions string         `json:"base-instructions"`
+}
+
+// resolve decodes a call and builds the thread/start parameters.
+func (t *codexTool) resolve(req *tools.Request) (*codexArgs, string, map[string]any, error) {
+	var a codexArgs
+	if err := json.Unmarshal(req.Arguments, &a); err != nil {
+		return nil, "", nil, tools.Errorf(tools.KindInvalidArgument, "codex: %v", err)
+	}
+	cwd := a.Cwd
+	if cwd == "" && req.Overrides != nil {
+		cwd = req.Overrides.Cwd
+	}
+	dir, err := t.s.dir(cwd)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	config := map[string]any{}
+	if a.Profile != "" {
+		if config, err = t.s.profile(a.Profile); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	for k, v := range a.Config { // explicit overrides win over the profile
+		config[k] = v
+	}
+	start := map[string]any{"cwd": dir}
+	for k, v := range map[string]string{"model": a.Model, "approvalPolicy": a.ApprovalPolicy,
+		"sandbox": a.Sandbox, "baseInstructions": a.BaseInstructions} {
+		if v != "" {
+			start[k] = v
+		}
+	}
+	if len(config) > 0 {
+		start["config"] = config
+	}
+	return &a, dir, start, nil
+}
+
+// Preview implements tools.Previewer: the approval prompt shows where
+// Codex will work, and a bad cwd or profile fails before anyone is asked.
+func (t *codexTool) Preview(req *tools.Request) (*tools.Preview, error) {
+	_, dir, _, err := t.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	return &tools.Preview{Cwd: t.s.rel(dir), Command: []string{t.s.opts.Binary, "app-server"}}, nil
+}
+
+// Call implements tools.Tool.
+func (t *codexTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a, dir, start, err := t.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	defer func() {
+		if id != "" {
+			t.s.convs.release(id)
+		}
+	}()
+	res, err := t.s.run(ctx, req, turnSpec{tool: NameCodex, dir: dir, start: start, prompt: a.Prompt,
+		started: func(threadID string) {
+			id = threadID
+			t.s.convs.add(threadID, t.s.codexHome, dir)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return result(res)
+}
+
+// replyTool is the codex-reply tool.
+type replyTool struct{ s *toolSet }
+
+// Spec implements tools.Tool.
+func (t *replyTool) Spec() tools.Spec {
+	return t.s.spec(NameReply, "Continue a Codex session",
+		"Sends the next prompt to a Codex conversation the codex tool started (by its conversationId) and returns "+
+			"Codex's final message. Conversation ids live in this troupe process only."+isolationNote, replyInput)
+}
+
+// replyArgs are codex-reply's arguments.
+type replyArgs struct {
+	ConversationID string `json:"conversationId"`
+	Prompt         string `json:"prompt"`
+}
+
+// Call implements tools.Tool.
+func (t *replyTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var a replyArgs
+	if err := json.Unmarshal(req.Arguments, &a); err != nil {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "codex-reply: %v", err)
+	}
+	conv, err := t.s.convs.acquire(a.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer t.s.convs.release(conv.id)
+	res, err := t.s.run(ctx, req, turnSpec{tool: NameReply, dir: conv.cwd, resumeID: conv.id, prompt: a.Prompt})
+	if err != nil {
+		return nil, err
+	}
+	return result(res)
+}
+
+// result renders a finished turn: the message as text (what a model
+// reads), the conversation id in a second text block, in
+// structuredContent and in _meta, so every kind of client can continue.
+func result(res *turnResult) (*protocol.CallToolResult, error) {
+	b, err := json.Marshal(map[string]string{"conversationId": res.threadID, "message": res.message})
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.CallToolResult{
+		Content: []protocol.Content{
+			protocol.TextContent(res.message),
+			protocol.TextContent(fmt.Sprintf("conversationId: %s (continue with codex-reply)", res.threadID)),
+		},
+		StructuredContent: json.RawMessage(b),
+		Meta:              map[string]any{MetaConversationID: res.threadID},
+	}, nil
+}
+
+// dir resolves a cwd argument: relative to the workspace or absolute, and
+// inside the workspace after symlinks.
+func (s *toolSet) dir(cwd string) (string, error) {
+	if cwd == "" {
+		return s.wsReal, nil
+	}
+	p := cwd
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(s.wsReal, p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", tools.Errorf(tools.KindNotFound, "codex: cwd %q does not exist in the workspace", cwd)
+	}
+	if rel, err := filepath.Rel(s.wsReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", tools.Errorf(tools.KindPermissionDenied, "codex: cwd %q is outside the workspace", cwd)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", tools.Errorf(tools.KindInvalidArgument, "codex: cwd %q is not a directory", cwd)
+	}
+	return real, nil
+}
+
+// rel is dir relative to the workspace ("." for the root).
+func (s *toolSet) rel(dir string) string {
+	r, err := filepath.Rel(s.wsReal, dir)
+	if err != nil {
+		return dir
+	}
+	return r
+}
+
+var profileName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// profile reads CODEX_HOME/<name>.config.toml as dotted-key overrides.
+// app-server takes no --profile (only codex and codex exec do, and the
+// legacy profile key is refused), so the profile's layer is applied the
+// way -c overrides are.
+func (s *toolSet) profile(name string) (map[string]any, error) {
+	if !profileName.MatchString(name) || strings.Contains(name, "..") {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "codex: profile %q is not a profile name", name)
+	}
+	if s.codexHome == "" {
+		return nil, tools.Errorf(tools.KindNotFound, "codex: profile %q: CODEX_HOME is not set", name)
+	}
+	b, err := os.ReadFile(filepath.Join(s.codexHome, name+".config.toml"))
+	if err != nil {
+		return nil, tools.Errorf(tools.KindNotFound, "codex: no profile %q (%s.config.toml in CODEX_HOME)", name, name)
+	}
+	var tree map[string]any
+	if err := toml.Unmarshal(b, &tree); err != nil {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "codex: profile %q: %v", name, err)
+	}
+	out := map[string]any{}
+	flatten("", tree, out)
+	return out, nil
+}
+
+// flatten turns nested tables into dotted keys, as -c key=value takes them.
+func flatten(prefix string, tree map[string]any, out map[string]any) {
+	for k, v := range tree {
+		if sub, ok := v.(map[string]any); ok {
+			flatten(prefix+k+".", sub, out)
+			continue
+		}
+		out[prefix+k] = v
+	}
+}

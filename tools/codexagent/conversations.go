@@ -1,0 +1,97 @@
+package codexagent
+
+import (
+	"container/list"
+	"sync"
+
+	"troupe/tools"
+)
+
+// maxConversations bounds the conversation table: a long-running troupe
+// forgets the least recently used idle conversations beyond it.
+const maxConversations = 256
+
+// conversation is what codex-reply needs to continue a thread: the thread
+// id (also the conversation id the client sees), the CODEX_HOME holding
+// its rollout, and the working directory it was started in.
+type conversation struct {
+	id        string
+	codexHome string
+	cwd       string
+	busy      bool // a turn runs: one turn at a time per conversation
+	elem      *list.Element
+}
+
+// conversations is the in-memory table of conversations the codex tool
+// started. It is owned by one Tools value, never shared between troupe
+// processes and never persisted: ids do not survive a restart.
+type conversations struct {
+	mu    sync.Mutex
+	max   int
+	byID  map[string]*conversation
+	order *list.List // front: most recently used
+}
+
+func newConversations(max int) *conversations {
+	return &conversations{max: max, byID: map[string]*conversation{}, order: list.New()}
+}
+
+// add records a new conversation, busy with its first turn.
+func (cs *conversations) add(id, codexHome, cwd string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c, ok := cs.byID[id]; ok {
+		c.busy = true
+		cs.order.MoveToFront(c.elem)
+		return
+	}
+	c := &conversation{id: id, codexHome: codexHome, cwd: cwd, busy: true}
+	c.elem = cs.order.PushFront(c)
+	cs.byID[id] = c
+	// Forget the least recently used idle ones; busy ones stay (their
+	// turn will release them) even if that leaves the table over its
+	// bound for a while.
+	for e := cs.order.Back(); e != nil && len(cs.byID) > cs.max; {
+		prev := e.Prev()
+		if old := e.Value.(*conversation); !old.busy {
+			cs.order.Remove(e)
+			delete(cs.byID, old.id)
+		}
+		e = prev
+	}
+}
+
+// acquire marks conversation id busy and returns a copy of it, or fails
+// with not_found (unknown or forgotten) or unavailable (a turn runs).
+func (cs *conversations) acquire(id string) (conversation, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.byID[id]
+	if !ok {
+		return conversation{}, tools.Errorf(tools.KindNotFound,
+			"codex-reply: no conversation %q: conversation ids come from this troupe's codex tool and do not survive a restart", id)
+	}
+	if c.busy {
+		return conversation{}, tools.Errorf(tools.KindUnavailable,
+			"codex-reply: conversation %q is still running a turn; wait for it to finish", id)
+	}
+	c.busy = true
+	cs.order.MoveToFront(c.elem)
+	return *c, nil
+}
+
+// release ends a turn of conversation id.
+func (cs *conversations) release(id string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c, ok := cs.byID[id]; ok {
+		c.busy = false
+	}
+}
+
+// len is the number of conversations kept.
+func (cs *conversations) len() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return len(cs.byID)
+}

@@ -1,0 +1,82 @@
+// Package codexagent offers OpenAI's Codex agent as two troupe tools:
+// codex starts a conversation with a prompt and returns Codex's final
+// message, codex-reply continues a conversation codex started.
+//
+//	ts, err := codexagent.Tools(codexagent.Options{
+//		Binary:    "/usr/local/bin/codex",
+//		Workspace: "/home/me/project",
+//		Env:       map[string]string{"PATH": "/usr/bin:/bin", "HOME": home, "CODEX_HOME": codexHome},
+//	})
+//	// ts[0] is "codex", ts[1] is "codex-reply"; add them to the registry.
+//
+// # How Codex is driven: `codex app-server`
+//
+// Codex CLI 0.169 has two machine interfaces. `codex exec --json` prints
+// JSONL events and `codex exec resume <id>` continues a session, but it
+// cannot ask anybody anything: approvals are impossible (an MCP server's
+// elicitation is declined, a command that needs approval fails), and
+// base instructions cannot be set. `codex app-server` (marked experimental)
+// speaks newline-delimited JSON-RPC on stdio and has everything these
+// tools need: thread/start (model, cwd, approvalPolicy, sandbox, config
+// overrides, baseInstructions), thread/resume, turn/start, turn/interrupt,
+// a notification for every event (turn/started, item/started,
+// item/completed, turn/completed with the turn's status and error), and
+// server-to-client requests for approvals
+// (item/commandExecution/requestApproval, item/fileChange/requestApproval).
+// So this package uses app-server. (`codex mcp-server`, which the Rust
+// crate's codex/codex-reply tools came from, no longer exists in 0.169.)
+//
+// One call is one app-server process, not one per conversation: troupe
+// starts `codex app-server`, sends initialize, thread/start (codex) or
+// thread/resume (codex-reply), turn/start, relays what happens until
+// turn/completed, then closes stdin and lets Codex exit. Codex itself
+// keeps the conversation in its rollout files under CODEX_HOME, which is
+// why resume works from a fresh process and why no process outlives a
+// call (nothing to leak between calls, nothing to supervise).
+//
+// # Conversation ids
+//
+// The conversation id is Codex's thread id. The tools keep a bounded
+// in-memory table (maxConversations, least recently used dropped) of the
+// ids they started, with what a resume needs (CODEX_HOME, cwd): codex-reply
+// accepts only ids in that table, so a client cannot resume arbitrary
+// Codex sessions found on disk. The table belongs to the value Tools
+// returns; ids do not survive a restart of troupe, nor cross between
+// troupe processes (the rollout files stay in CODEX_HOME). A conversation
+// runs one turn at a time: a codex-reply while a turn of the same
+// conversation runs is refused (unavailable).
+//
+// # What the client sees while Codex works
+//
+//   - Progress: one notifications/progress per Codex event worth a line
+//     ("turn started", "running: <command>", "editing files", "message"),
+//     sent only when the client asked for progress.
+//   - Log: every Codex notification except the token-level deltas, as a
+//     notifications/message at level info whose data is
+//     {"type": "<app-server method>", ...the notification's params}. A
+//     dedicated `codex/event` notification method (what the old
+//     codex mcp-server sent) would need support in troupe's session actor;
+//     that is a follow-up, the log message carries the same information.
+//   - Approvals: when Codex asks to run a command or change files (it does
+//     so according to approval-policy: untrusted asks for nearly every
+//     command, on-request when the model asks to escalate, never not at
+//     all), the request becomes an elicitation/create form for a person
+//     (accept, accept for the rest of the conversation's turn... see
+//     approvalForm) and the answer goes back to Codex. A client without
+//     elicitation, or an error, declines. Other Codex requests (questions
+//     to the user, MCP elicitations, permission grants, dynamic tools) are
+//     declined or refused: this is a non-interactive relay.
+//
+// # Isolation and lifetime
+//
+// troupe does not sandbox Codex (the tools' sandbox profile is "none"):
+// Codex confines the commands it runs with its own sandbox (the sandbox
+// argument, default from Codex's config). Both tools are high risk, so
+// every call needs a person's approval. Codex runs as the leader of its
+// own process group with exactly Options.Env as its environment. When the
+// call's context ends (client cancel, deadline) or the turn ceiling
+// (Options.Timeout) passes, troupe asks Codex to interrupt the turn, then
+// sends SIGTERM to the group and SIGKILL after a grace period; the leader
+// is awaited without reaping first (waitid WNOWAIT) so the group id cannot
+// be reused under the final SIGKILL. Linux only, like troupe's command tools.
+package codexagent
