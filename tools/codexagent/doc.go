@@ -61,11 +61,12 @@
 //     so according to approval-policy: untrusted asks for nearly every
 //     command, on-request when the model asks to escalate, never not at
 //     all), the request becomes an elicitation/create form for a person
-//     (accept, accept for the rest of the conversation's turn... see
-//     approvalForm) and the answer goes back to Codex. A client without
-//     elicitation, or an error, declines. Other Codex requests (questions
-//     to the user, MCP elicitations, permission grants, dynamic tools) are
-//     declined or refused: this is a non-interactive relay.
+//     (one enum field with Codex's own decisions: accept, acceptForSession,
+//     decline, cancel — cancel also stops the turn) and the answer goes
+//     back to Codex. No client to ask, an error or an unusable answer
+//     declines. Other Codex requests (questions to the user, MCP
+//     elicitations, permission grants, dynamic tools) are refused with a
+//     JSON-RPC error: this is a non-interactive relay.
 //
 // # Isolation and lifetime
 //
