@@ -155,9 +155,17 @@ type Content struct {
 }
 
 // MarshalJSON encodes Raw when set, else the fields.
+// A text block always carries "text", even empty: clients (Codex) reject
+// a text block without it.
 func (c Content) MarshalJSON() ([]byte, error) {
 	if c.Raw != nil {
 		return c.Raw, nil
+	}
+	if c.Type == "text" {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{c.Type, c.Text})
 	}
 	type fields Content // without this method
 	return json.Marshal(fields(c))

@@ -60,3 +60,10 @@ func TestLoggingLevels(t *testing.T) {
 		t.Fatal("level ordering is wrong")
 	}
 }
+
+func TestEmptyTextBlockKeepsItsText(t *testing.T) {
+	b, err := json.Marshal(CallToolResult{Content: []Content{TextContent("")}})
+	if err != nil || string(b) != `{"content":[{"type":"text","text":""}]}` {
+		t.Fatalf("%s %v", b, err)
+	}
+}
