@@ -38,6 +38,7 @@ import (
 	"troupe/sandbox"
 	"troupe/spool"
 	"troupe/tools"
+	"troupe/tools/codexagent"
 	"troupe/tools/command"
 	"troupe/tools/docs"
 	"troupe/tools/files"
@@ -493,6 +494,7 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbo
 			return nil, err
 		}
 		regs = append(regs, cmds...)
+		regs = append(regs, codexTools(cfg, ws, log)...)
 		regs = dropCollisions(append(regs, proxiedTools(servers, log)...), log)
 	}
 	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
@@ -644,4 +646,40 @@ func secretValues(cfg *config.Config) *redact.Redactor {
 		values = append(values, redact.EnvValues(s.HTTPHeaders)...)
 	}
 	return redact.New(values...)
+}
+
+// codexTools are codex and codex-reply, when [codex] is enabled and a
+// Codex binary is found; nothing (and a debug line) otherwise.
+func codexTools(cfg *config.Config, ws *sandbox.Workspace, log *slog.Logger) []tools.Registration {
+	if !cfg.Codex.Enabled {
+		return nil
+	}
+	bin := cfg.Codex.Binary
+	if bin == "" {
+		found, err := exec.LookPath("codex")
+		if err != nil {
+			log.Debug("no codex binary on PATH: the codex tools are not offered")
+			return nil
+		}
+		bin = found
+	}
+	// Codex needs its home (auth, config) and what a CLI needs; nothing
+	// else of troupe's environment.
+	env := map[string]string{}
+	for _, k := range []string{"PATH", "HOME", "CODEX_HOME", "LANG", "LC_ALL", "TMPDIR", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+		"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	ts, err := codexagent.Tools(codexagent.Options{Binary: bin, Workspace: ws.Dir(), Env: env, Timeout: cfg.Codex.Timeout})
+	if err != nil {
+		log.Warn("the codex tools are not offered", "binary", bin, "err", err)
+		return nil
+	}
+	var regs []tools.Registration
+	for _, t := range ts {
+		regs = append(regs, tools.Registration{Tool: t, Source: "[codex]"})
+	}
+	return regs
 }
