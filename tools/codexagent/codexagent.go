@@ -259,6 +259,20 @@ type replyArgs struct {
 	Prompt         string `json:"prompt"`
 }
 
+// Preview implements tools.Previewer: an unknown conversation fails here,
+// before anyone is asked to approve continuing it.
+func (t *replyTool) Preview(req *tools.Request) (*tools.Preview, error) {
+	var a replyArgs
+	if err := json.Unmarshal(req.Arguments, &a); err != nil {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "codex-reply: %v", err)
+	}
+	conv, err := t.s.convs.lookup(a.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	return &tools.Preview{Cwd: t.s.rel(conv.cwd), Command: []string{t.s.opts.Binary, "app-server"}}, nil
+}
+
 // Call implements tools.Tool.
 func (t *replyTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 	if err := ctx.Err(); err != nil {

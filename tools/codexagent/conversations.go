@@ -80,6 +80,19 @@ func (cs *conversations) acquire(id string) (conversation, error) {
 	return *c, nil
 }
 
+// lookup returns a copy of conversation id, or not_found, without
+// marking it busy: for previews, before a person is asked.
+func (cs *conversations) lookup(id string) (conversation, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	c, ok := cs.byID[id]
+	if !ok {
+		return conversation{}, tools.Errorf(tools.KindNotFound,
+			"codex-reply: no conversation %q: conversation ids come from this troupe's codex tool and do not survive a restart", id)
+	}
+	return *c, nil
+}
+
 // release ends a turn of conversation id.
 func (cs *conversations) release(id string) {
 	cs.mu.Lock()
