@@ -32,9 +32,10 @@ type toolNotice struct {
 	// progress
 	done, total float64
 	message     string
-	// log
-	level protocol.LoggingLevel
-	data  any
+	// log (and custom notifications: method set, data the params)
+	level  protocol.LoggingLevel
+	data   any
+	method string
 	// written must be called once the notice is written to the client or
 	// dropped; it returns the notice's bytes to the call's flow.
 	written func()
@@ -72,6 +73,14 @@ func (r *reporter) Log(level protocol.LoggingLevel, data any) {
 	n := noticeOverhead + approxSize(data)
 	r.flow.add(n)
 	r.root.Send(r.session, &toolNotice{id: r.id, tool: r.tool, isLog: true, level: level, data: data,
+		written: func() { r.flow.release(n) }, paced: r.paced.Load()})
+}
+
+// Notify implements tools.Notifier.
+func (r *reporter) Notify(method string, params map[string]any) {
+	n := noticeOverhead + approxSize(params)
+	r.flow.add(n)
+	r.root.Send(r.session, &toolNotice{id: r.id, tool: r.tool, method: method, data: params,
 		written: func() { r.flow.release(n) }, paced: r.paced.Load()})
 }
 

@@ -651,6 +651,15 @@ func (s *session) notice(n *toolNotice) {
 	if !ok || call.answered || call.cancelled {
 		return
 	}
+	if n.method != "" {
+		params, _ := n.data.(map[string]any)
+		if params == nil || (!n.paced && !s.limiter.Allow()) {
+			return
+		}
+		params["_meta"] = map[string]any{"requestId": n.id}
+		sent = s.notifyWritten(n.method, params, &n.id, n.written)
+		return
+	}
 	if n.isLog {
 		if !s.level.Allows(n.level) || (!n.paced && !s.limiter.Allow()) {
 			return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"troupe/protocol"
+	"troupe/tools"
 )
 
 func TestVersionNegotiation(t *testing.T) {
@@ -434,5 +435,23 @@ func TestIDReusedAfterTheAnswer(t *testing.T) {
 		if r := c.toolResult(c.recv()); r.IsError || !strings.Contains(errorText(r), fmt.Sprintf(`"n":%d`, i)) {
 			t.Fatalf("call %d: %+v", i, r)
 		}
+	}
+}
+
+// A tool's own notification method reaches the client tied to its call.
+func TestToolNotificationsCarryTheRequestID(t *testing.T) {
+	notifier := funcTool{name: "n", call: func(_ context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+		req.Reporter.(tools.Notifier).Notify("codex/event", map[string]any{"msg": map[string]any{"type": "x"}})
+		return textResult("done"), nil
+	}}
+	c := newClient(t, Options{}, notifier)
+	c.initialize("2025-06-18")
+	c.request("r1", "tools/call", map[string]any{"name": "n"})
+	m := c.recv()
+	if m.Method != "codex/event" || !strings.Contains(string(m.Params), `"_meta":{"requestId":"r1"}`) {
+		t.Fatalf("want codex/event with the request id, got %s", m.raw)
+	}
+	if r := c.toolResult(c.recv()); r.IsError {
+		t.Fatalf("%+v", r)
 	}
 }

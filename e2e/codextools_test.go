@@ -39,7 +39,22 @@ func TestCodexToolsThroughTroupe(t *testing.T) {
 
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"codex","arguments":{"prompt":"first question"}}}`)
 	s.approveNext() // high-risk: troupe asks; "session" trusts codex for the session
-	first := s.recvResponse()
+	var first map[string]any
+	events := 0
+	for first == nil {
+		m := s.recv()
+		switch {
+		case m["id"] != nil:
+			first = m
+		case m["method"] == "codex/event":
+			if meta, _ := m["params"].(map[string]any)["_meta"].(map[string]any); meta["requestId"] == float64(1) {
+				events++
+			}
+		}
+	}
+	if events == 0 {
+		t.Error("no codex/event notification tied to the call")
+	}
 	text := resultText(t, first)
 	if isToolError(first) || !strings.Contains(text, "answer one") {
 		t.Fatalf("codex: %v", first)

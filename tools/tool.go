@@ -153,6 +153,14 @@ type Reporter interface {
 	Ready(ctx context.Context) error
 }
 
+// Notifier is implemented by Reporters that can send a notification of
+// the tool's own method (such as Codex's "codex/event"). The session adds
+// params._meta.requestId (the call's request id) so the client can tie it
+// to the call, and sends it only while the call runs.
+type Notifier interface {
+	Notify(method string, params map[string]any)
+}
+
 // Progress reports progress if anybody listens.
 func (r *Request) Progress(done, total float64, message string) {
 	if r.Reporter != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ type turn struct {
 	lastMessage      string
 	lastError        string
 	progress         float64
+	events           int // codex/event notifications sent
 }
 
 // run starts Codex, runs the turn to its end and stops Codex: no process
@@ -281,6 +283,12 @@ func (tr *turn) report(line, method string, params json.RawMessage) {
 	_ = json.Unmarshal(params, &data)
 	data["type"] = method
 	tr.req.Log(protocol.LevelInfo, data)
+	// And as Codex's own MCP server reports events: codex/event, which the
+	// session ties to the call with _meta.requestId.
+	if n, ok := tr.req.Reporter.(tools.Notifier); ok {
+		tr.events++
+		n.Notify("codex/event", map[string]any{"id": strconv.Itoa(tr.events), "msg": data})
+	}
 }
 
 // relayed reports whether a notification is worth passing on.
