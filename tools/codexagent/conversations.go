@@ -66,10 +66,9 @@ func (cs *conversations) add(id, codexHome, cwd string) {
 func (cs *conversations) acquire(id string) (conversation, error) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	c, ok := cs.byID[id]
-	if !ok {
-		return conversation{}, tools.Errorf(tools.KindNotFound,
-			"codex-reply: no conversation %q: conversation ids come from this troupe's codex tool and do not survive a restart", id)
+	c, err := cs.find(id)
+	if err != nil {
+		return conversation{}, err
 	}
 	if c.busy {
 		return conversation{}, tools.Errorf(tools.KindUnavailable,
@@ -85,12 +84,21 @@ func (cs *conversations) acquire(id string) (conversation, error) {
 func (cs *conversations) lookup(id string) (conversation, error) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	c, ok := cs.byID[id]
-	if !ok {
-		return conversation{}, tools.Errorf(tools.KindNotFound,
-			"codex-reply: no conversation %q: conversation ids come from this troupe's codex tool and do not survive a restart", id)
+	c, err := cs.find(id)
+	if err != nil {
+		return conversation{}, err
 	}
 	return *c, nil
+}
+
+// find is conversation id, or not_found; callers hold cs.mu.
+func (cs *conversations) find(id string) (*conversation, error) {
+	c, ok := cs.byID[id]
+	if !ok {
+		return nil, tools.Errorf(tools.KindNotFound,
+			"codex-reply: no conversation %q: conversation ids come from this troupe's codex tool and do not survive a restart", id)
+	}
+	return c, nil
 }
 
 // release ends a turn of conversation id.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"troupe/sandbox"
 )
 
 // killGrace is how long Codex has between SIGTERM and SIGKILL, and how
@@ -60,7 +62,7 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 		// Fails only if pid is not our child any more, which cannot
 		// happen before Wait; either way the leader is gone or stop's
 		// SIGKILL and Wait still hold.
-		_ = awaitExit(pid)
+		_ = sandbox.AwaitExit(pid)
 		close(p.exited)
 	}()
 	return p, nil

@@ -141,7 +141,7 @@ func (r *run) exec(ctx context.Context) (*runResult, error) {
 
 	// awaitExit fails only if the leader is not our child any more, which
 	// cannot happen before Wait; the kill and Wait below still hold.
-	_ = awaitExit(pid)
+	_ = sandbox.AwaitExit(pid)
 	if g.leaderExited(pid) {
 		select {
 		case <-readersDone:
