@@ -300,13 +300,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		stopRebuild()
 		<-rebuilt
 	}()
-	ds.settle(2 * time.Second)
-	// Serve what is known now; the rebuild goroutine may not have run yet.
-	regMu.Lock()
-	if reg, err := buildRegistry(current, ws, sb, ds.snapshot(), log); err == nil {
-		host.SetRegistry(reg)
+	if servers := ds.snapshot(); len(servers) > 0 {
+		ds.settle(2 * time.Second)
+		// Serve what is known now; the rebuild goroutine may not have
+		// run yet.
+		regMu.Lock()
+		if reg, err := buildRegistry(current, ws, sb, ds.snapshot(), log); err == nil {
+			host.SetRegistry(reg)
+		}
+		regMu.Unlock()
 	}
-	regMu.Unlock()
 
 	sigs, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
