@@ -1,0 +1,225 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"troupe/actors"
+	"troupe/mcphttp"
+	"troupe/protocol"
+	"troupe/tools"
+)
+
+func TestParseMessage(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		id    int64
+		kind  string
+		isReq bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`, 7, "", false},
+		{`{"id":8,"result":{"content":[{"type":"text","text":"\"isError\":true"}]},"jsonrpc":"2.0"}`, 8, "", false},
+		{` { "jsonrpc" : "2.0", "id" : 9 , "result" : {"isError": true} }`, 9, KindIsError, false},
+		{`{"jsonrpc":"2.0","id":10,"error":{"code":-32602,"message":"x"}}`, 10, "jsonrpc:-32602", false},
+		{`{"jsonrpc":"2.0","id":"11","method":"ping"}`, 11, "", true},
+	} {
+		m, err := parseMessage([]byte(c.in))
+		if err != nil || !m.hasID || m.id != c.id || m.kind != c.kind || (m.method != "") != c.isReq {
+			t.Errorf("parseMessage(%s) = %+v, %v", c.in, m, err)
+		}
+	}
+	if _, err := parseMessage([]byte(`{"id":1,"result":{`)); err == nil {
+		t.Error("a truncated message parsed")
+	}
+}
+
+func TestStdioThroughput(t *testing.T) {
+	rep, err := Run(context.Background(), Options{Target: echoTarget(t), Calls: 2000, Concurrency: 8, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 2000 || rep.OK != 2000 || len(rep.Errors) != 0 || rep.Aborted != "" {
+		t.Fatalf("report: %+v", rep)
+	}
+	if rep.StartupMs <= 0 || rep.Server == nil || rep.Server.RSSEnd <= 0 || rep.Latency.P50 <= 0 || rep.Latency.Max < rep.Latency.P99 {
+		t.Fatalf("missing figures: %+v %+v", rep, rep.Server)
+	}
+	// The server's process group is gone once Run returns.
+	if err := syscall.Kill(-rep.Server.PID, 0); err == nil {
+		t.Fatalf("the server's process group %d is still alive", rep.Server.PID)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out); err != nil || !strings.Contains(out.String(), "calls/s") {
+		t.Fatalf("table: %v\n%s", err, out.String())
+	}
+}
+
+func TestStdioErrorKinds(t *testing.T) {
+	for tool, kind := range map[string]string{"fail": KindIsError, "nope": "jsonrpc:-32602"} {
+		rep, err := Run(context.Background(), Options{Target: echoTarget(t), Tool: tool, Calls: 50, Concurrency: 4, Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Calls != 50 || rep.OK != 0 || rep.Errors[kind] != 50 || len(rep.Errors) != 1 {
+			t.Errorf("%s: calls %d ok %d errors %v; want 50 %s", tool, rep.Calls, rep.OK, rep.Errors, kind)
+		}
+	}
+}
+
+func TestStdioTimeoutAndBadCommand(t *testing.T) {
+	rep, err := Run(context.Background(), Options{Target: echoTarget(t), Tool: "slow", Calls: 4, Concurrency: 2,
+		CallTimeout: 5 * time.Millisecond, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors[KindTimeout] != 4 || rep.Latency.Max != 0 {
+		t.Fatalf("errors %v latency %+v", rep.Errors, rep.Latency)
+	}
+	if _, err := Run(context.Background(), Options{Target: Target{Command: []string{"/nonexistent/server"}}}); err == nil {
+		t.Fatal("a missing command started")
+	}
+	if _, err := Run(context.Background(), Options{Target: Target{Command: []string{"true"}}, CallTimeout: 2 * time.Second}); err == nil {
+		t.Fatal("a server that exits at once answered initialize")
+	}
+}
+
+// troupeHTTP serves troupe itself (actors.Host behind mcphttp.Handler) on
+// loopback with an "echo" tool and a "peak" tool that records the most
+// calls it saw at once.
+func troupeHTTP(t *testing.T, peak *atomic.Int64) string {
+	t.Helper()
+	var inFlight atomic.Int64
+	reg, err := tools.NewRegistry(
+		funcTool{name: "echo", call: func(_ context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+			return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent(string(req.Arguments))}}, nil
+		}},
+		funcTool{name: "peak", call: func(context.Context, *tools.Request) (*protocol.CallToolResult, error) {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(3 * time.Millisecond)
+			return &protocol.CallToolResult{Content: []protocol.Content{protocol.TextContent("ok")}}, nil
+		}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := actors.NewHost(actors.Options{Session: actors.SessionOptions{Registry: reg,
+		ServerInfo: protocol.Implementation{Name: "troupe-test", Version: "0"}}, Grace: 2 * time.Second})
+	srv := httptest.NewServer(mcphttp.New(host, mcphttp.Options{}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		host.Close(5 * time.Second)
+	})
+	return srv.URL + "/mcp"
+}
+
+type funcTool struct {
+	name string
+	call func(context.Context, *tools.Request) (*protocol.CallToolResult, error)
+}
+
+func (f funcTool) Spec() tools.Spec {
+	return tools.Spec{Name: f.name, Description: "test tool", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (f funcTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+	return f.call(ctx, req)
+}
+
+func TestHTTPThroughputAndConcurrency(t *testing.T) {
+	var peak atomic.Int64
+	url := troupeHTTP(t, &peak)
+	rep, err := Run(context.Background(), Options{Target: Target{URL: url}, Calls: 1000, Concurrency: 8, Sessions: 3, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 1000 || rep.OK != 1000 || len(rep.Errors) != 0 || rep.Sessions != 3 || rep.StartupMs != 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	rep, err = Run(context.Background(), Options{Target: Target{URL: url}, Tool: "peak", Calls: 60, Concurrency: 4, Sessions: 2, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := peak.Load(); rep.OK != 60 || p > 4 || p < 2 {
+		t.Fatalf("ok %d, peak in flight %d; want 60 calls, at most 4 at once", rep.OK, p)
+	}
+	// troupe answers an unknown tool with isError (a JSON-RPC error from
+	// other servers: see TestStdioErrorKinds).
+	rep, err = Run(context.Background(), Options{Target: Target{URL: url}, Tool: "nope", Calls: 10, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors[KindIsError] != 10 {
+		t.Fatalf("unknown tool: %v", rep.Errors)
+	}
+}
+
+func TestHTTPSessionsAndJSON(t *testing.T) {
+	url := troupeHTTP(t, new(atomic.Int64))
+	// This process is the server: its RSS is the figure.
+	rep, err := Run(context.Background(), Options{Target: Target{URL: url}, Mode: ModeSessions, Sessions: 50, PID: syscall.Getpid(), Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SessionsOpened != 50 || rep.Server == nil || rep.Server.RSSStart <= 0 || len(rep.Errors) != 0 {
+		t.Fatalf("report: %+v", rep)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil || back["sessions_opened"] != 50.0 || back["mode"] != "sessions" {
+		t.Fatalf("JSON report %s: %v", b, err)
+	}
+	if _, err := Run(context.Background(), Options{Target: Target{URL: url + "x"}, Mode: ModeSessions, Sessions: 2}); err == nil {
+		t.Fatal("sessions on a wrong path opened")
+	}
+}
+
+func TestSoak(t *testing.T) {
+	rep, err := Run(context.Background(), Options{Target: echoTarget(t), Mode: ModeSoak, Rate: 400, Duration: 600 * time.Millisecond,
+		Interval: 200 * time.Millisecond, Concurrency: 4, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls+rep.Behind != 240 || rep.Calls < 200 || len(rep.Errors) != 0 {
+		t.Fatalf("calls %d behind %d errors %v", rep.Calls, rep.Behind, rep.Errors)
+	}
+	if n := len(rep.Intervals); n < 3 || n > 4 || rep.Intervals[0].Calls == 0 || rep.Intervals[0].RSS <= 0 {
+		t.Fatalf("intervals: %+v", rep.Intervals)
+	}
+	var sum int64
+	for _, iv := range rep.Intervals {
+		sum += iv.Calls
+	}
+	if sum != rep.Calls {
+		t.Fatalf("intervals hold %d calls of %d", sum, rep.Calls)
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for _, o := range []Options{
+		{},
+		{Target: Target{URL: "localhost:1"}},
+		{Target: Target{URL: "http://x", Command: []string{"x"}}},
+		{Target: Target{Command: []string{"x"}}, Mode: ModeSessions},
+		{Target: Target{Command: []string{"x"}}, Mode: ModeSoak},
+		{Target: Target{Command: []string{"x"}}, Mode: "fast"},
+		{Target: Target{Command: []string{"x"}}, Args: json.RawMessage(`[1]`)},
+	} {
+		if _, err := Run(context.Background(), o); err == nil {
+			t.Errorf("Run(%+v) accepted", o)
+		}
+	}
+}

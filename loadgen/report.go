@@ -1,0 +1,173 @@
+package loadgen
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what a run measured. Durations are in the unit their name
+// says; figures that could not be measured are left out of the JSON.
+type Report struct {
+	Mode        Mode   `json:"mode"`
+	Target      string `json:"target"`
+	Tool        string `json:"tool,omitempty"`
+	Concurrency int    `json:"concurrency"`
+	Sessions    int    `json:"sessions"`
+
+	Calls       int64            `json:"calls"`  // calls that ended (answered or failed)
+	OK          int64            `json:"ok"`     // calls answered with a successful result
+	Errors      map[string]int64 `json:"errors"` // failed calls by kind (KindIsError, "jsonrpc:<code>", KindTimeout, KindTransport)
+	DurationMs  float64          `json:"duration_ms"`
+	CallsPerSec float64          `json:"calls_per_sec"`
+	Latency     Latency          `json:"latency"` // of answered calls, errors included
+
+	// StartupMs is, for a stdio server, the time from starting its process
+	// to its answer to initialize.
+	StartupMs float64 `json:"startup_ms,omitempty"`
+	// Server is what the kernel says about the server process, when it is
+	// local: a stdio child, or Options.PID.
+	Server *ServerStats `json:"server,omitempty"`
+	// SessionsOpened, SessionsPerSec and BytesPerSession are the results
+	// of ModeSessions. BytesPerSession is the growth of the server's RSS
+	// divided by the sessions opened (only with a local server).
+	SessionsOpened  int     `json:"sessions_opened,omitempty"`
+	SessionsPerSec  float64 `json:"sessions_per_sec,omitempty"`
+	BytesPerSession int64   `json:"bytes_per_session,omitempty"`
+	// Intervals is ModeSoak's drift: one entry per Options.Interval.
+	Intervals []Interval `json:"intervals,omitempty"`
+	// Behind counts ticks of ModeSoak's pacer that found every caller busy
+	// (the server, or the concurrency, could not keep the rate).
+	Behind int64 `json:"behind,omitempty"`
+	// Aborted says why the run stopped early (the overall timeout, the
+	// server exiting).
+	Aborted string `json:"aborted,omitempty"`
+}
+
+// Latency is a distribution in microseconds.
+type Latency struct {
+	P50 float64 `json:"p50_us"`
+	P90 float64 `json:"p90_us"`
+	P99 float64 `json:"p99_us"`
+	Max float64 `json:"max_us"`
+}
+
+// ServerStats describes the server process during the measured phase.
+type ServerStats struct {
+	PID int `json:"pid"`
+	// CPUMs is the user+system CPU time the process used while the calls
+	// ran (/proc/PID/stat, 10 ms resolution), CPUUsPerCall that divided by
+	// the calls.
+	CPUMs        float64 `json:"cpu_ms"`
+	CPUUsPerCall float64 `json:"cpu_us_per_call,omitempty"`
+	// RSSStart and RSSEnd are VmRSS before and after the measured phase.
+	RSSStart int64 `json:"rss_start_bytes"`
+	RSSEnd   int64 `json:"rss_end_bytes"`
+}
+
+// Interval is one slice of a soak run.
+type Interval struct {
+	StartS float64 `json:"start_s"`
+	Calls  int64   `json:"calls"`
+	Errors int64   `json:"errors"`
+	P50    float64 `json:"p50_us"`
+	P99    float64 `json:"p99_us"`
+	RSS    int64   `json:"rss_bytes,omitempty"` // at the interval's end
+}
+
+// sample is one call as a caller recorded it.
+type sample struct {
+	end    time.Duration // since the measured phase began
+	dur    time.Duration // -1 when unanswered
+	failed bool
+}
+
+// latency summarises the answered calls among samples.
+func latency(samples []sample) Latency {
+	d := make([]time.Duration, 0, len(samples))
+	for _, s := range samples {
+		if s.dur >= 0 {
+			d = append(d, s.dur)
+		}
+	}
+	if len(d) == 0 {
+		return Latency{}
+	}
+	slices.Sort(d)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(d))+0.5) - 1
+		i = max(0, min(i, len(d)-1))
+		return us(d[i])
+	}
+	return Latency{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: us(d[len(d)-1])}
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// WriteTable prints the report for people.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...)
+	}
+	row("target", "%s", r.Target)
+	row("mode", "%s", r.Mode)
+	if r.Tool != "" {
+		row("tool", "%s", r.Tool)
+	}
+	row("concurrency", "%d over %d session(s)", r.Concurrency, r.Sessions)
+	if r.StartupMs > 0 {
+		row("startup", "%.1f ms (process start to initialize answer)", r.StartupMs)
+	}
+	if r.Mode == ModeSessions {
+		row("sessions opened", "%d in %.0f ms (%.0f/s)", r.SessionsOpened, r.DurationMs, r.SessionsPerSec)
+		if r.BytesPerSession != 0 {
+			row("bytes/session", "%d (RSS growth / sessions)", r.BytesPerSession)
+		}
+	} else {
+		row("calls", "%d in %.0f ms (%d ok)", r.Calls, r.DurationMs, r.OK)
+		row("calls/s", "%.0f", r.CallsPerSec)
+		row("latency µs", "p50 %.0f  p90 %.0f  p99 %.0f  max %.0f", r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max)
+	}
+	if len(r.Errors) == 0 {
+		row("errors", "none")
+	} else {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, r.Errors[k]))
+		}
+		row("errors", "%s", strings.Join(parts, ", "))
+	}
+	if s := r.Server; s != nil {
+		row("server pid", "%d", s.PID)
+		if r.Mode != ModeSessions {
+			row("server CPU", "%.0f ms (%.1f µs/call)", s.CPUMs, s.CPUUsPerCall)
+		}
+		row("server RSS", "%.1f MiB → %.1f MiB", mib(s.RSSStart), mib(s.RSSEnd))
+	}
+	if r.Behind > 0 {
+		row("behind", "%d ticks found every caller busy", r.Behind)
+	}
+	if r.Aborted != "" {
+		row("aborted", "%s", r.Aborted)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Intervals) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "start s\tcalls\terrors\tp50 µs\tp99 µs\tRSS MiB\t")
+		for _, iv := range r.Intervals {
+			fmt.Fprintf(tw, "%.0f\t%d\t%d\t%.0f\t%.0f\t%.1f\t\n", iv.StartS, iv.Calls, iv.Errors, iv.P50, iv.P99, mib(iv.RSS))
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,360 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Mode is what a run measures.
+type Mode string
+
+const (
+	// ModeThroughput makes Options.Calls calls, Options.Concurrency at a
+	// time, as fast as the server answers.
+	ModeThroughput Mode = "throughput"
+	// ModeSessions opens Options.Sessions idle HTTP sessions and reports
+	// what each costs the server in memory.
+	ModeSessions Mode = "sessions"
+	// ModeSoak makes Options.Rate calls per second for Options.Duration
+	// and reports how latency, errors and memory drift.
+	ModeSoak Mode = "soak"
+)
+
+// Target is the server under load: a command to start and speak to on
+// stdio, or the URL of a streamable-HTTP endpoint.
+type Target struct {
+	// Command is the stdio server's argv. It runs in its own process
+	// group, killed at the end of the run.
+	Command []string
+	// Env is the command's environment (nil: ours).
+	Env []string
+	// URL is the HTTP endpoint (e.g. http://127.0.0.1:8080/mcp).
+	URL string
+	// BearerToken, when set, is sent as "Authorization: Bearer …".
+	BearerToken string
+}
+
+func (t Target) String() string {
+	if t.URL != "" {
+		return t.URL
+	}
+	return "stdio: " + strings.Join(t.Command, " ")
+}
+
+// Options configure a run. The zero value of a field means its default.
+type Options struct {
+	Target Target
+	Mode   Mode // default ModeThroughput
+
+	Calls       int             // ModeThroughput: calls to make (default 20000)
+	Concurrency int             // calls in flight (default 1; 16 for soak and for opening sessions)
+	Sessions    int             // HTTP sessions the callers share, or to open in ModeSessions (default 1)
+	Tool        string          // the tool to call (default "echo")
+	Args        json.RawMessage // its arguments, a JSON object (default {"text":"hello"})
+
+	Rate     float64       // ModeSoak: calls per second (required)
+	Duration time.Duration // ModeSoak: how long (required)
+	Interval time.Duration // ModeSoak: the drift report's step (default Duration/10, at least 1 s)
+
+	// PID is a local server process to watch (CPU, RSS) when the target is
+	// an HTTP server. A stdio server is always watched.
+	PID int
+
+	Timeout         time.Duration // the whole run (default 5 min)
+	CallTimeout     time.Duration // one call (default 30 s); a handshake gets at least 10 s
+	ProtocolVersion string        // offered in initialize (default "2025-06-18")
+
+	// Progress, when set, receives a live progress line (carriage
+	// returns, no newlines) four times a second: give it a terminal.
+	Progress io.Writer
+	// ServerStderr receives a stdio server's stderr (nil: discarded).
+	ServerStderr io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.Mode == "" {
+		o.Mode = ModeThroughput
+	}
+	if o.Calls <= 0 {
+		o.Calls = 20000
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 1
+		if o.Mode != ModeThroughput {
+			o.Concurrency = 16
+		}
+	}
+	if o.Sessions <= 0 {
+		o.Sessions = 1
+	}
+	if o.Tool == "" {
+		o.Tool = "echo"
+	}
+	if len(o.Args) == 0 {
+		o.Args = json.RawMessage(`{"text":"hello"}`)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = "2025-06-18"
+	}
+	switch {
+	case (o.Target.URL == "") == (len(o.Target.Command) == 0):
+		return errors.New("give exactly one target: a stdio command or an HTTP URL")
+	case o.Target.URL != "":
+		if err := validURL(o.Target.URL); err != nil {
+			return err
+		}
+	}
+	switch o.Mode {
+	case ModeThroughput:
+	case ModeSessions:
+		if o.Target.URL == "" {
+			return errors.New("sessions mode needs an HTTP target (a stdio server has one session)")
+		}
+	case ModeSoak:
+		if o.Rate <= 0 || o.Duration <= 0 {
+			return errors.New("soak mode needs a rate and a duration")
+		}
+		if o.Interval <= 0 {
+			o.Interval = max(o.Duration/10, time.Second)
+		}
+	default:
+		return fmt.Errorf("unknown mode %q (throughput, sessions or soak)", o.Mode)
+	}
+	return nil
+}
+
+// Defaults of Options.Timeout and Options.CallTimeout.
+const (
+	DefaultTimeout     = 5 * time.Minute
+	DefaultCallTimeout = 30 * time.Second
+)
+
+// Check reports whether the options make a run (a target, a mode and what
+// the mode needs), without starting one.
+func (o Options) Check() error { return o.defaults() }
+
+func (o *Options) handshakeTimeout() time.Duration { return max(o.CallTimeout, 10*time.Second) }
+
+// Run drives the target as opts say and reports what it measured. It
+// returns an error when the run could not start (bad options, a server
+// that does not start or refuses initialize); failures of single calls
+// are counted in the report instead. Run is bounded by opts.Timeout and by
+// ctx; when either ends early the report says so in Aborted.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	tmpl, err := newCallTemplate(opts.Tool, opts.Args)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	rep := &Report{Mode: opts.Mode, Target: opts.Target.String(), Concurrency: opts.Concurrency,
+		Sessions: opts.Sessions, Errors: map[string]int64{}}
+	if opts.Mode != ModeSessions {
+		rep.Tool = opts.Tool
+	}
+
+	pid := opts.PID
+	var endpoints []endpoint
+	if len(opts.Target.Command) > 0 {
+		srv, err := startStdio(opts.Target.Command, opts.Target.Env, opts.ServerStderr)
+		if err != nil {
+			return nil, fmt.Errorf("starting the server: %w", err)
+		}
+		defer srv.close(2 * time.Second)
+		took, err := srv.initialize(ctx, opts.ProtocolVersion, opts.handshakeTimeout())
+		if err != nil {
+			return nil, err
+		}
+		rep.StartupMs = float64(took.Microseconds()) / 1e3
+		rep.Sessions = 1
+		pid = srv.pid()
+		endpoints = []endpoint{srv}
+		// A server that dies ends the run at once.
+		go func() {
+			select {
+			case <-srv.dead:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	var client *http.Client
+	if opts.Target.URL != "" {
+		client = newHTTPClient(opts.Concurrency + opts.Sessions)
+		defer client.CloseIdleConnections()
+	}
+
+	watch := newWatcher(pid)
+	if opts.Mode == ModeSessions {
+		return runSessions(ctx, opts, rep, client, watch)
+	}
+	if client != nil {
+		sessions, err := openSessions(ctx, opts, client, opts.Sessions)
+		defer closeSessions(client, sessions)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range sessions {
+			endpoints = append(endpoints, s)
+		}
+	}
+
+	watch.start()
+	began := time.Now()
+	var samples []sample
+	if opts.Mode == ModeSoak {
+		samples, rep.Behind = soak(ctx, opts, tmpl, endpoints, rep, watch, began)
+	} else {
+		samples = throughput(ctx, opts, tmpl, endpoints, rep, began)
+	}
+	elapsed := time.Since(began)
+	watch.stop(rep)
+	if n := len(rep.Intervals); n > 0 && rep.Intervals[n-1].RSS == 0 && rep.Server != nil {
+		rep.Intervals[n-1].RSS = rep.Server.RSSEnd // the ticker had no last tick
+	}
+	summarise(rep, samples, elapsed)
+	if ctx.Err() != nil {
+		rep.Aborted = abortReason(ctx, opts)
+	}
+	if rep.Server != nil && rep.Calls > 0 {
+		rep.Server.CPUUsPerCall = rep.Server.CPUMs * 1e3 / float64(rep.Calls)
+	}
+	return rep, nil
+}
+
+func abortReason(ctx context.Context, opts Options) string {
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return fmt.Sprintf("the overall timeout (%s) passed", opts.Timeout)
+	}
+	return "stopped early (cancelled, or the server exited)"
+}
+
+// summarise fills the call counts, errors and latency from the samples.
+func summarise(rep *Report, samples []sample, elapsed time.Duration) {
+	rep.Calls = int64(len(samples))
+	for _, s := range samples {
+		if !s.failed {
+			rep.OK++
+		}
+	}
+	rep.DurationMs = float64(elapsed.Microseconds()) / 1e3
+	if elapsed > 0 {
+		rep.CallsPerSec = float64(rep.Calls) / elapsed.Seconds()
+	}
+	rep.Latency = latency(samples)
+}
+
+// worker is one caller: it records its own samples and error counts, so
+// callers share nothing but the work counter.
+type worker struct {
+	*caller
+	ep      endpoint
+	tmpl    callTemplate
+	idBase  int64
+	seq     int64
+	began   time.Time
+	samples []sample
+	errors  map[string]int64
+}
+
+func (w *worker) call(ctx context.Context) {
+	w.seq++
+	id := w.idBase + w.seq
+	w.buf = w.tmpl.append(w.buf[:0], id)
+	t0 := time.Now()
+	kind := w.ep.roundTrip(ctx, w.caller, id, w.buf)
+	now := time.Now()
+	s := sample{end: now.Sub(w.began), dur: now.Sub(t0), failed: kind != ""}
+	if kind == KindTimeout || kind == KindTransport {
+		s.dur = -1
+	}
+	if kind != "" {
+		w.errors[kind]++
+	}
+	w.samples = append(w.samples, s)
+}
+
+// newWorkers makes n callers spread over the endpoints round-robin.
+func newWorkers(n int, opts Options, tmpl callTemplate, eps []endpoint, began time.Time, capHint int) []*worker {
+	ws := make([]*worker, n)
+	for i := range ws {
+		ws[i] = &worker{caller: newCaller(opts.CallTimeout), ep: eps[i%len(eps)], tmpl: tmpl,
+			idBase: int64(i+1) << 32, began: began, samples: make([]sample, 0, capHint), errors: map[string]int64{}}
+	}
+	return ws
+}
+
+// collect merges the workers' samples and errors.
+func collect(ws []*worker, rep *Report) []sample {
+	var all []sample
+	for _, w := range ws {
+		all = append(all, w.samples...)
+		for k, v := range w.errors {
+			rep.Errors[k] += v
+		}
+	}
+	return all
+}
+
+// progress prints a live line until stop is closed.
+func progress(out io.Writer, what string, done, failed *atomic.Int64, total int64, began time.Time, stop <-chan struct{}) {
+	if out == nil {
+		return
+	}
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			fmt.Fprint(out, "\r\033[K")
+			return
+		case <-t.C:
+			el := time.Since(began).Seconds()
+			n := done.Load()
+			fmt.Fprintf(out, "\r\033[K%s: %d/%d  %.0f/s  errors %d", what, n, total, float64(n)/el, failed.Load())
+		}
+	}
+}
+
+func throughput(ctx context.Context, opts Options, tmpl callTemplate, eps []endpoint, rep *Report, began time.Time) []sample {
+	ws := newWorkers(opts.Concurrency, opts, tmpl, eps, began, opts.Calls/opts.Concurrency+1)
+	var remaining, done, failed atomic.Int64
+	remaining.Store(int64(opts.Calls))
+	stop := make(chan struct{})
+	var pwg sync.WaitGroup
+	pwg.Go(func() { progress(opts.Progress, "calls", &done, &failed, int64(opts.Calls), began, stop) })
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			for ctx.Err() == nil && remaining.Add(-1) >= 0 {
+				w.call(ctx)
+				done.Add(1)
+				if w.samples[len(w.samples)-1].failed {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	pwg.Wait()
+	return collect(ws, rep)
+}

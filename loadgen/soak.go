@@ -1,0 +1,105 @@
+package loadgen
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// soak is ModeSoak: a pacer hands out opts.Rate tokens a second for
+// opts.Duration; opts.Concurrency callers take them. A token that finds
+// every caller busy is not queued but counted in behind, so that a slow
+// server shows as missed rate rather than as a growing backlog.
+func soak(ctx context.Context, opts Options, tmpl callTemplate, eps []endpoint, rep *Report, watch *watcher, began time.Time) ([]sample, int64) {
+	total := int64(opts.Rate * opts.Duration.Seconds())
+	ws := newWorkers(opts.Concurrency, opts, tmpl, eps, began, int(total)/opts.Concurrency+1)
+	tokens := make(chan struct{}, opts.Concurrency)
+	var done, failed atomic.Int64
+	stop := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Go(func() { progress(opts.Progress, "soak", &done, &failed, total, began, stop) })
+
+	// RSS at each interval's end.
+	var rss []int64
+	if watch.pid > 0 {
+		bg.Go(func() {
+			t := time.NewTicker(opts.Interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					if v, err := procRSS(watch.pid); err == nil {
+						rss = append(rss, v)
+					}
+				}
+			}
+		})
+	}
+
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			for range tokens {
+				w.call(ctx)
+				done.Add(1)
+				if w.samples[len(w.samples)-1].failed {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	var behind int64
+	step := time.Duration(float64(time.Second) / opts.Rate)
+pace:
+	for k := range total {
+		if wait := time.Until(began.Add(time.Duration(k) * step)); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				break pace
+			}
+		}
+		select {
+		case tokens <- struct{}{}:
+		default:
+			behind++
+		}
+	}
+	close(tokens)
+	wg.Wait()
+	close(stop)
+	bg.Wait()
+	samples := collect(ws, rep)
+	rep.Intervals = intervals(samples, opts.Interval, rss)
+	return samples, behind
+}
+
+// intervals slices the samples by their end time.
+func intervals(samples []sample, step time.Duration, rss []int64) []Interval {
+	var buckets [][]sample
+	for _, s := range samples {
+		i := int(s.end / step)
+		for len(buckets) <= i {
+			buckets = append(buckets, nil)
+		}
+		buckets[i] = append(buckets[i], s)
+	}
+	out := make([]Interval, len(buckets))
+	for i, b := range buckets {
+		l := latency(b)
+		iv := Interval{StartS: (time.Duration(i) * step).Seconds(), Calls: int64(len(b)), P50: l.P50, P99: l.P99}
+		for _, s := range b {
+			if s.failed {
+				iv.Errors++
+			}
+		}
+		if i < len(rss) {
+			iv.RSS = rss[i]
+		}
+		out[i] = iv
+	}
+	return out
+}
