@@ -66,6 +66,7 @@ Usage:
   troupe tools [--json]   list the tools troupe serves, with their metadata
   troupe codex-config     print the [mcp_servers.troupe] block for ~/.codex/config.toml
   troupe audit verify [FILE]  check the audit log's hash chain (default: the configured log)
+  troupe bench [MODE] ... load-test any MCP server (stdio or HTTP); "troupe bench -h" for more
   troupe version          print the version
   troupe help             show this help
 
@@ -88,6 +89,8 @@ func run(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		return codexConfigCommand(args[1:], stdout, stderr)
 	case "audit":
 		return auditCommand(args[1:], stdout, stderr)
+	case "bench":
+		return benchCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "troupe", buildVersion())
 		return 0

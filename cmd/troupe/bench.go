@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"troupe/loadgen"
+)
+
+const benchUsage = `usage: troupe bench [throughput|sessions|soak] [flags] (--stdio "CMD ARGS" | --http URL | -- CMD ARGS...)
+
+Drives any MCP server with raw JSON-RPC and reports calls/s, latency
+percentiles, errors by kind, and, for a local server (a stdio child, or
+--pid), its CPU time per call and RSS. A stdio server's startup_ms is the
+time from its start to its initialize answer; it is started in its own
+process group, killed at the end.
+
+Modes:
+  throughput  --calls N calls, --concurrency C in flight (over HTTP spread
+              over --sessions S sessions)
+  sessions    open --sessions K idle HTTP sessions; with --pid, the server's
+              RSS growth per session (VmRSS from /proc: the only figure a
+              server exposes without help)
+  soak        --rate R calls/s for --duration D; latency, errors and RSS per
+              --interval
+
+--stdio splits its value on spaces (no quoting): use "-- CMD ARGS..." for
+arguments with spaces. Exits 0 when the run completed, 1 when it could not
+start, 2 on usage errors. Failed calls are reported, not fatal.
+
+Flags:
+`
+
+// benchCommand is "troupe bench": a load generator for any MCP server
+// (package loadgen). It is not serve, so stdout carries its report.
+func benchCommand(args []string, stdout, stderr *os.File) int {
+	mode := loadgen.ModeThroughput
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		mode, args = loadgen.Mode(args[0]), args[1:]
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	stdio := fs.String("stdio", "", "start this command as a stdio MCP server (split on spaces)")
+	url := fs.String("http", "", "the streamable-HTTP endpoint, e.g. http://127.0.0.1:8080/mcp")
+	tokenEnv := fs.String("bearer-token-env", "", "send this environment variable's value as the HTTP bearer token")
+	calls := fs.Int("calls", 20000, "throughput: calls to make")
+	concurrency := fs.Int("concurrency", 0, "calls in flight (default 1; 16 for soak and for opening sessions)")
+	sessions := fs.Int("sessions", 1, "HTTP sessions the callers share, or to open in sessions mode")
+	tool := fs.String("tool", "echo", "the tool to call")
+	argsJSON := fs.String("args", `{"text":"hello"}`, "the tool's arguments, a JSON object")
+	rate := fs.Float64("rate", 0, "soak: calls per second")
+	duration := fs.Duration("duration", 0, "soak: how long")
+	interval := fs.Duration("interval", 0, "soak: the drift report's step (default duration/10, at least 1s)")
+	pid := fs.Int("pid", 0, "a local HTTP server's process id, to report its CPU and RSS")
+	timeout := fs.Duration("timeout", loadgen.DefaultTimeout, "bound on the whole run")
+	callTimeout := fs.Duration("call-timeout", loadgen.DefaultCallTimeout, "bound on one call")
+	version := fs.String("protocol-version", "", "the protocol version offered in initialize (default 2025-06-18)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	serverStderr := fs.Bool("server-stderr", false, "pass a stdio server's stderr through (default: discarded)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "troupe bench: "+format+"\n", a...)
+		return 2
+	}
+	opts := loadgen.Options{Mode: mode, Calls: *calls, Concurrency: *concurrency, Sessions: *sessions,
+		Tool: *tool, Args: json.RawMessage(*argsJSON), Rate: *rate, Duration: *duration, Interval: *interval,
+		PID: *pid, Timeout: *timeout, CallTimeout: *callTimeout, ProtocolVersion: *version}
+	switch {
+	case *stdio != "" && fs.NArg() > 0:
+		return usageErr("give --stdio or a command after --, not both")
+	case *stdio != "":
+		opts.Target.Command = strings.Fields(*stdio)
+	case fs.NArg() > 0:
+		opts.Target.Command = fs.Args()
+	}
+	opts.Target.URL = *url
+	if *calls <= 0 || *sessions <= 0 || *concurrency < 0 || *rate < 0 || *duration < 0 || *timeout <= 0 || *callTimeout <= 0 {
+		return usageErr("--calls, --sessions, --timeout and --call-timeout must be positive; --concurrency, --rate and --duration not negative")
+	}
+	if !json.Valid([]byte(*argsJSON)) || !strings.HasPrefix(strings.TrimSpace(*argsJSON), "{") {
+		return usageErr("--args must be a JSON object")
+	}
+	if *tokenEnv != "" {
+		tok, ok := os.LookupEnv(*tokenEnv)
+		if !ok || tok == "" {
+			return usageErr("--bearer-token-env %s: the variable is not set", *tokenEnv)
+		}
+		opts.Target.BearerToken = tok
+	}
+	if err := opts.Check(); err != nil {
+		return usageErr("%v", err)
+	}
+	if *serverStderr {
+		opts.ServerStderr = stderr
+	}
+	if fi, err := stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		opts.Progress = stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	rep, err := loadgen.Run(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe bench:", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintln(stderr, "troupe bench:", err)
+			return 1
+		}
+		return 0
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		fmt.Fprintln(stderr, "troupe bench:", err)
+		return 1
+	}
+	return 0
+}
