@@ -185,7 +185,11 @@ func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
 // log with the session, tool, arguments hash and correlation id.
 func (inv *invocation) decided(outcome, detail string) {
 	inv.decision = outcome
-	inv.log.Info("approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
+	level := slog.LevelInfo
+	if outcome == approvalNotRequired {
+		level = slog.LevelDebug // no question was asked; the audit record has it
+	}
+	inv.log.Log(context.Background(), level, "approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
 }
 
 // run starts the executor under the call's effective deadline: the

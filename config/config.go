@@ -122,6 +122,9 @@ type ToolPolicy struct {
 	Deny  []string `koanf:"deny"`
 	// Separator joins a downstream server's prefix and its tool names.
 	Separator string `koanf:"separator"`
+	// BenchmarkEcho serves the `echo` tool the side-by-side benchmarks
+	// call on every server.
+	BenchmarkEcho bool `koanf:"benchmark_echo"`
 }
 
 // Docs is the [docs] table, for docs.fetch.

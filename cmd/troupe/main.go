@@ -38,6 +38,7 @@ import (
 	"troupe/sandbox"
 	"troupe/spool"
 	"troupe/tools"
+	"troupe/tools/benchmark"
 	"troupe/tools/codexagent"
 	"troupe/tools/command"
 	"troupe/tools/docs"
@@ -478,6 +479,9 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbo
 		return nil, fmt.Errorf("docs.allowed_domains: %w", err)
 	}
 	regs = append(regs, tools.Registration{Tool: tools.WithMeta(fetch, firstParty), Source: "first-party"})
+	if cfg.Tools.BenchmarkEcho {
+		regs = append(regs, tools.Registration{Tool: benchmark.Echo(), Source: "tools.benchmark_echo"})
+	}
 	for _, t := range files.Tools(ws) {
 		regs = append(regs, tools.Registration{Tool: tools.WithMeta(t, firstParty), Source: "first-party"})
 	}
