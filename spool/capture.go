@@ -24,8 +24,10 @@ type Capture struct {
 	pos      int    // where the next tail byte goes in ring
 	wrapped  bool   // ring has been filled at least once
 	total    int64
-	file     *os.File // nil when not spooling (or after Close)
-	path     string
+	file     *os.File // opened on the first byte: a call that writes nothing costs no file
+	path     string   // the file's name in its store ("" when not spooling)
+	full     string   // the file's path, once made
+	openFile func(name string) (*os.File, error)
 	stored   int64 // bytes in the file
 	fileMax  int64
 	fileErr  error // the first write error; the capture goes on counting
@@ -51,6 +53,11 @@ func (c *Capture) Write(p []byte) (int, error) {
 		return n, nil
 	}
 	c.total += int64(n)
+	if c.file == nil && c.path != "" && c.fileErr == nil && n > 0 {
+		if c.file, c.fileErr = c.openFile(c.path); c.fileErr == nil {
+			c.full = c.file.Name()
+		}
+	}
 	if c.file != nil && c.fileErr == nil {
 		k := int64(len(p))
 		if room := c.fileMax - c.stored; k > room {
@@ -210,10 +217,10 @@ func (c *Capture) Bytes(limit int64) (b []byte, ok bool) {
 	if !c.truncated() {
 		return append(append([]byte(nil), c.head...), c.tail()...), true
 	}
-	if c.path == "" || c.stored != c.total {
+	if c.full == "" || c.stored != c.total {
 		return nil, false
 	}
-	f, err := os.Open(c.path)
+	f, err := os.Open(c.full)
 	if err != nil {
 		return nil, false
 	}

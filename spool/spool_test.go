@@ -181,3 +181,20 @@ func ExampleStore() {
 	// hello
 	// troupe://output/c0ffee/stdout
 }
+
+// A call that writes nothing costs no file, nor even the store's directory.
+func TestNoOutputNoFiles(t *testing.T) {
+	dir := t.TempDir()
+	store := spool.NewStore(dir, spool.Limits{})
+	for i := range 10 {
+		o, err := store.Create(fmt.Sprintf("c%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Close()
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("%d entries for outputs that wrote nothing", len(entries))
+	}
+	store.Close()
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -65,10 +66,16 @@ type Store struct {
 	limits Limits
 
 	mu      sync.Mutex
-	dir     string
 	outputs map[string]*Output
 	order   []string // ids, oldest first
 	closed  bool
+
+	// dirMu guards dir, which the first file made creates. Captures make
+	// files while holding their own lock, so this lock is never held while
+	// taking mu or a capture's.
+	dirMu sync.Mutex
+	dir   string
+	gone  atomic.Bool // Close has begun: no more files
 }
 
 // NewStore returns a store whose directory will be made under parent
@@ -125,13 +132,6 @@ func (s *Store) Create(id string) (*Output, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	if s.dir == "" {
-		dir, err := os.MkdirTemp(s.parent, "troupe-output-")
-		if err != nil {
-			return nil, fmt.Errorf("spool: %w", err)
-		}
-		s.dir = dir
-	}
 	if _, dup := s.outputs[id]; dup {
 		return nil, fmt.Errorf("spool: output %q exists", id)
 	}
@@ -140,13 +140,10 @@ func (s *Store) Create(id string) (*Output, error) {
 		Stdout: newCapture("stdout", s.limits.InlineBytes, s.limits.InlineBytes),
 		Stderr: newCapture("stderr", s.limits.InlineBytes, s.limits.InlineBytes)}
 	for _, c := range []*Capture{o.Stdout, o.Stderr} {
-		path := filepath.Join(s.dir, id+"."+c.name)
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
-			o.removeFiles()
-			return nil, fmt.Errorf("spool: %w", err)
-		}
-		c.file, c.path, c.fileMax = f, path, s.limits.MaxFileBytes
+		// The file is made on the stream's first byte (most calls write
+		// nothing: in-process tools), in the store's directory, which is
+		// itself made then.
+		c.path, c.fileMax, c.openFile = id+"."+c.name, s.limits.MaxFileBytes, s.openFile
 		c.uri = URIPrefix + id + "/" + c.name
 	}
 	if s.outputs == nil {
@@ -155,6 +152,28 @@ func (s *Store) Create(id string) (*Output, error) {
 	s.outputs[id] = o
 	s.order = append(s.order, id)
 	return o, nil
+}
+
+// openFile creates a stream's spool file (name relative to the store's
+// directory, which is made on first use) and records its full path.
+func (s *Store) openFile(name string) (*os.File, error) {
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
+	if s.gone.Load() {
+		return nil, ErrClosed
+	}
+	if s.dir == "" {
+		dir, err := os.MkdirTemp(s.parent, "troupe-output-")
+		if err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		s.dir = dir
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	return f, nil
 }
 
 // evict drops the oldest finished outputs while the store is full.
@@ -193,9 +212,12 @@ func (o *Output) Close() {
 
 func (o *Output) removeFiles() {
 	for _, c := range []*Capture{o.Stdout, o.Stderr} {
+		c.mu.Lock()
+		full := c.full
+		c.mu.Unlock()
 		c.close()
-		if c.path != "" {
-			os.Remove(c.path)
+		if full != "" {
+			os.Remove(full)
 		}
 	}
 }
@@ -209,10 +231,13 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.gone.Store(true)
 	for _, o := range s.outputs {
 		o.removeFiles()
 	}
 	s.outputs, s.order = nil, nil
+	s.dirMu.Lock()
+	defer s.dirMu.Unlock()
 	if s.dir == "" {
 		return nil
 	}
@@ -276,7 +301,7 @@ func (s *Store) Read(uri string) (*Chunk, error) {
 		c = o.Stderr
 	}
 	c.mu.Lock()
-	path, total := c.path, c.stored
+	path, total := c.full, c.stored
 	c.mu.Unlock()
 	if offset > total {
 		return nil, fmt.Errorf("offset %d is past the end (%d bytes)", offset, total)
