@@ -326,7 +326,8 @@ func (o offline) CallTool(context.Context, string, json.RawMessage, upstream.Obs
 
 // settle waits, at most d, until no server is still connecting for the
 // first time: clients that list tools once (Codex) then see them. A
-// server that is down does not hold anything up beyond d.
+// server that fails (down) ends its part of the wait at once; one that
+// hangs holds it up to d.
 func (ds *downstreams) settle(d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {

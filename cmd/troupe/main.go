@@ -305,7 +305,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		<-rebuilt
 	}()
 	if servers := ds.snapshot(); len(servers) > 0 {
-		ds.settle(2 * time.Second)
+		// Clients that list tools once (Codex) should see the servers'
+		// tools: wait until each has connected or failed once, within
+		// the longest startup timeout and never more than 10 s.
+		wait := time.Duration(0)
+		for _, s := range servers {
+			wait = max(wait, startupTimeout(s.cfg))
+		}
+		ds.settle(min(wait, 10*time.Second))
 		// Serve what is known now; the rebuild goroutine may not have
 		// run yet.
 		regMu.Lock()
