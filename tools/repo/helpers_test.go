@@ -3,8 +3,6 @@ package repo_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,27 +35,7 @@ func (fx fixture) build(t testing.TB) (*sandbox.Workspace, string) {
 // write creates the tree under dir.
 func (fx fixture) write(t testing.TB, dir string) {
 	t.Helper()
-	for name, content := range fx {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if strings.HasSuffix(name, "/") {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			if err := os.Symlink(target, p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tooltest.WriteTree(t, dir, fx)
 }
 
 // toolSet is the three tools behind a registry, called the way troupe
