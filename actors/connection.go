@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,9 +14,16 @@ import (
 )
 
 // connection is one stream-based client (stdio): it owns the framing stream
-// (the only writer of the output), the jsonrpc2 read loop feeding it, and
+// (the only writer of the output), the read loop feeding the session, and
 // the session child. It lives until its session has ended and every
 // message the session sent has been written.
+//
+// The read loop is troupe's own, not a jsonrpc2.Conn: the stream checks
+// and decodes each line in one pass into jsonrpc2's types, and the loop
+// forwards the result. jsonrpc2.Conn would decode every message twice more
+// (its request type goes through a map and re-encodes the params), which
+// was a fifth of the CPU of a busy session, and a server that matches its
+// own responses (the session does) needs nothing else from it.
 type connection struct {
 	in          io.Reader
 	out         io.WriteCloser
@@ -26,7 +32,6 @@ type connection struct {
 	log         *slog.Logger
 	done        chan struct{} // closed when the actor has stopped
 	stream      *framing.Stream
-	rpc         *jsonrpc2.Conn
 	session     *actor.PID
 	drained     bool
 }
@@ -76,7 +81,6 @@ func (c *connection) Receive(ctx actor.Context) {
 	case *closeOutput:
 		ctx.Stop(ctx.Self())
 	case *actor.Stopping:
-		c.rpc.Close()
 		if err := c.stream.CloseWrite(); err != nil {
 			c.log.Debug("closing output", "err", err)
 		}
@@ -89,27 +93,27 @@ func (c *connection) Receive(ctx actor.Context) {
 func (c *connection) start(ctx actor.Context) {
 	c.stream = framing.New(c.in, c.out, framing.Options{MaxLineBytes: c.opts.maxLineBytes, Logger: c.log})
 	var err error
-	c.session, err = ctx.SpawnNamed(actor.PropsFromProducer(newSession(c.sessionOpts, c.log, c.opts.exec),
-		actor.WithReceiverMiddleware(capturePanics)), sessionName)
+	c.session, err = ctx.SpawnNamed(c.opts.exec.props(newSession(c.sessionOpts, c.log, c.opts.exec)), sessionName)
 	if err != nil {
 		panic(fmt.Errorf("spawn session: %w", err)) // a fresh connection has no children: cannot happen
 	}
-	root, session, self := ctx.ActorSystem().Root, c.session, ctx.Self()
-	c.rpc = jsonrpc2.NewConn(context.Background(), c.stream,
-		inboundHandler{root: root, session: session},
-		jsonrpc2.SetLogger(slogPrinter{c.log}),
-		// Responses to our requests reach the session, which matches them
-		// (jsonrpc2 only matches its own Calls, and troupe makes none).
-		jsonrpc2.OnRecv(func(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
-			if resp != nil {
-				root.Send(session, &InboundResponse{Response: resp})
-			}
-		}))
-	// The watcher ends when the read loop does: at end of input, or when
-	// Stopping closes the jsonrpc2 connection.
+	root, session, self, stream := ctx.ActorSystem().Root, c.session, ctx.Self(), c.stream
+	// The read loop only forwards, so it never waits on the session and
+	// wire order is kept (a cancellation arrives after its call). It ends
+	// when the input does.
 	go func() {
-		<-c.rpc.DisconnectNotify()
-		root.Send(self, &inputClosed{})
+		for {
+			m, err := stream.ReadMessage()
+			if err != nil {
+				root.Send(self, &inputClosed{})
+				return
+			}
+			if m.Request != nil {
+				root.Send(session, &Inbound{Request: m.Request})
+			} else {
+				root.Send(session, &InboundResponse{Response: m.Response})
+			}
+		}
 	}()
 }
 
@@ -139,33 +143,12 @@ func (c *connection) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, c
 	sup.ResumeChildren(child)
 }
 
-// inboundHandler is the jsonrpc2 handler: it only forwards, so the read loop
-// never waits and wire order is kept (a cancellation arrives after its call).
-type inboundHandler struct {
-	root    *actor.RootContext
-	session *actor.PID
-}
-
-// Handle implements jsonrpc2.Handler.
-func (h inboundHandler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	h.root.Send(h.session, &Inbound{Request: req})
-}
-
-// slogPrinter routes jsonrpc2's log.Printf-style logger to slog (debug), so
-// nothing of it reaches stdout and it follows the configured format.
-type slogPrinter struct{ log *slog.Logger }
-
-// Printf implements jsonrpc2.Logger.
-func (p slogPrinter) Printf(format string, v ...any) {
-	p.log.Debug("jsonrpc2: " + fmt.Sprintf(format, v...))
-}
-
 // hostOptions are the resolved options every connection of a Host uses.
 type hostOptions struct {
 	session      SessionOptions
 	maxLineBytes int
 	grace        time.Duration
-	exec         *executorDeps
+	exec         *hostDeps
 	http         HTTPOptions
 	server       *actor.PID // set by the server as it starts; connections report their end to it
 }

@@ -118,8 +118,7 @@ func (h *Host) StartDownstream(spec DownstreamSpec) *Downstream {
 		spec.Config.Logger = log
 	}
 	conn := &downstreamConn{spec: spec, handle: d, log: log, backoff: firstBackoff}
-	d.pid = h.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return conn },
-		actor.WithReceiverMiddleware(capturePanics)))
+	d.pid = h.system.Root.Spawn(h.opts.exec.props(func() actor.Actor { return conn }))
 	h.downstreams.Store(d.pid.Id, d)
 	return d
 }

@@ -11,8 +11,10 @@ import (
 	"troupe/tools"
 )
 
-// executorDeps are what every executor of a Host shares.
-type executorDeps struct {
+// hostDeps are what the actors of a Host share.
+type hostDeps struct {
+	// pool runs every actor's mailbox (see workerPool).
+	pool *workerPool
 	// running counts tool goroutines, so the Host can wait for every one of
 	// them to end before the process exits.
 	running sync.WaitGroup
@@ -28,7 +30,7 @@ type executorDeps struct {
 type executor struct {
 	tool   tools.Tool
 	req    *tools.Request
-	deps   *executorDeps
+	deps   *hostDeps
 	cancel context.CancelFunc
 }
 

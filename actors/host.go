@@ -72,7 +72,7 @@ func NewHost(o Options) *Host {
 		secrets = &redact.Live{}
 	}
 	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace,
-		exec: &executorDeps{secrets: secrets}, http: o.HTTP.withDefaults()}
+		exec: &hostDeps{secrets: secrets, pool: newWorkerPool()}, http: o.HTTP.withDefaults()}
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")
@@ -81,12 +81,11 @@ func NewHost(o Options) *Host {
 	)
 	if o.Audit != nil {
 		a := &auditor{log: o.Audit, logger: log}
-		opts.exec.auditor = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a },
-			actor.WithReceiverMiddleware(capturePanics)))
+		opts.exec.auditor = system.Root.Spawn(opts.exec.props(func() actor.Actor { return a }))
 	}
-	pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+	pid := system.Root.Spawn(opts.exec.props(func() actor.Actor {
 		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}
-	}, actor.WithReceiverMiddleware(capturePanics)))
+	}))
 	return &Host{system: system, server: pid, opts: opts, log: log}
 }
 
@@ -154,6 +153,7 @@ func (h *Host) close(timeout time.Duration) bool {
 	select {
 	case <-ended:
 		h.system.Shutdown()
+		h.opts.exec.pool.close()
 		return true
 	case <-time.After(timeout):
 		return false

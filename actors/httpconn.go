@@ -143,8 +143,7 @@ func (c *httpConn) Receive(ctx actor.Context) {
 func (c *httpConn) start(ctx actor.Context) {
 	c.log = c.log.With("http_session", c.handle.id[:8])
 	var err error
-	c.session, err = ctx.SpawnNamed(actor.PropsFromProducer(newSession(c.sessionOpts, c.log, c.opts.exec),
-		actor.WithReceiverMiddleware(capturePanics)), sessionName)
+	c.session, err = ctx.SpawnNamed(c.opts.exec.props(newSession(c.sessionOpts, c.log, c.opts.exec)), sessionName)
 	if err != nil {
 		panic(err) // a fresh actor has no children: cannot happen
 	}

@@ -38,8 +38,9 @@ type invocation struct {
 	timeout   time.Duration // the server's default call timeout
 	requested time.Duration // the client's own deadline (0: none)
 	progress  bool          // the client asked for progress (sent a progress token)
-	log       *slog.Logger
-	exec      *executorDeps
+	log       *slog.Logger  // the session's; see logger
+	callLog   *slog.Logger  // log with the call's attributes, made on first use
+	exec      *hostDeps
 	call      callContext
 
 	cid      string // correlation id of this call, in every log line about it
@@ -104,7 +105,7 @@ func (inv *invocation) Receive(ctx actor.Context) {
 			// for cancellation); the log and the audit log say what
 			// happened.
 			inv.done = true
-			inv.log.Info("call cancelled", "outcome", tools.KindCancelled, "duration", time.Since(inv.started))
+			inv.logger().Info("call cancelled", "outcome", tools.KindCancelled, "duration", time.Since(inv.started))
 			inv.audit(ctx, string(tools.KindCancelled))
 		}
 	}
@@ -113,7 +114,6 @@ func (inv *invocation) Receive(ctx actor.Context) {
 func (inv *invocation) start(ctx actor.Context) {
 	inv.cid = newCorrelationID()
 	inv.started = time.Now()
-	inv.log = inv.log.With("id", inv.id.String(), "tool", inv.tool, "correlation_id", inv.cid)
 	entry, ok := inv.registry.Lookup(inv.tool)
 	if !ok {
 		inv.fail(ctx, &tools.Error{Kind: tools.KindNotFound,
@@ -161,9 +161,9 @@ func (inv *invocation) ask(ctx actor.Context, spec tools.Spec, args json.RawMess
 	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
 		inv.call.version, inv.hash)
 	a := &approval{session: ctx.Parent(), related: inv.id, params: form,
-		timeout: inv.call.gate.TimeoutOrDefault(), log: inv.log}
-	ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithReceiverMiddleware(capturePanics)))
-	inv.log.Info("approval requested", "args_hash", inv.hash)
+		timeout: inv.call.gate.TimeoutOrDefault(), log: inv.logger()}
+	ctx.Spawn(inv.exec.props(func() actor.Actor { return a }))
+	inv.logger().Info("approval requested", "args_hash", inv.hash)
 }
 
 func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
@@ -189,7 +189,7 @@ func (inv *invocation) decided(outcome, detail string) {
 	if outcome == approvalNotRequired {
 		level = slog.LevelDebug // no question was asked; the audit record has it
 	}
-	inv.log.Log(context.Background(), level, "approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
+	inv.logger().Log(context.Background(), level, "approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
 }
 
 // run starts the executor under the call's effective deadline: the
@@ -208,18 +208,18 @@ func (inv *invocation) run(ctx actor.Context) {
 	}
 	out, err := inv.newOutput()
 	if err != nil {
-		inv.log.Error("creating the output spool", "err", err)
+		inv.logger().Error("creating the output spool", "err", err)
 		out = spool.NewOutput(spool.Limits{})
 	}
 	inv.req.Output = out
 	req, tool := inv.req, inv.entry.Tool
-	inv.executor = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+	inv.executor = ctx.Spawn(inv.exec.props(func() actor.Actor {
 		return &executor{tool: tool, req: req, deps: inv.exec}
-	}, actor.WithReceiverMiddleware(capturePanics)))
+	}))
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	inv.ran = time.Now()
 	inv.timer = time.AfterFunc(inv.limit, func() { root.Send(self, &deadlineExpired{}) })
-	inv.log.Debug("call started", "timeout", inv.limit)
+	inv.logger().Debug("call started", "timeout", inv.limit)
 }
 
 func (inv *invocation) newOutput() (*spool.Output, error) {
@@ -249,7 +249,7 @@ func (inv *invocation) executorReturned(ctx actor.Context, msg *executorResult) 
 	case msg.err != nil:
 		inv.toolFailed(ctx, msg.err)
 	case msg.result == nil:
-		inv.log.Error("tool returned neither result nor error")
+		inv.logger().Error("tool returned neither result nor error")
 		inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: inv.tool + " returned no result"}, string(tools.KindInternal))
 	default:
 		inv.answer(ctx, msg.result, "ok")
@@ -264,7 +264,7 @@ func (inv *invocation) toolFailed(ctx actor.Context, err error) {
 		inv.fail(ctx, te, string(te.Kind))
 		return
 	}
-	inv.log.Error("tool failed", "err", err)
+	inv.logger().Error("tool failed", "err", err)
 	inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: inv.tool + " failed; see the server log"}, string(tools.KindInternal))
 }
 
@@ -286,11 +286,16 @@ func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult
 	if out := inv.output(); out != nil {
 		result.Content = append(result.Content, links(out)...)
 	}
-	level := slog.LevelInfo
+	// A call that worked is a debug line (the audit log has every call;
+	// an info line per call is most of a busy server's log volume), one
+	// that failed a warning.
+	level := slog.LevelDebug
 	if result.IsError {
 		level = slog.LevelWarn
 	}
-	inv.log.Log(context.Background(), level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
+	if inv.log.Enabled(context.Background(), level) { // else skip making the call's logger
+		inv.logger().Log(context.Background(), level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
+	}
 	inv.audit(ctx, outcome)
 	ctx.Send(ctx.Parent(), &callFinished{id: inv.id, from: ctx.Self(), result: result})
 	ctx.Stop(ctx.Self())
@@ -365,7 +370,7 @@ func (inv *invocation) audit(ctx actor.Context, outcome string) {
 func (inv *invocation) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
 	_ *actor.RestartStatistics, reason any, _ any) {
 	value, stack := panicDetails(reason)
-	inv.log.Error("tool panicked", "panic", value, "stack", stack)
+	inv.logger().Error("tool panicked", "panic", value, "stack", stack)
 	sup.StopChildren(child)
 	if !inv.done {
 		self := sup.(actor.Context)
@@ -376,4 +381,14 @@ func (inv *invocation) HandleFailure(system *actor.ActorSystem, sup actor.Superv
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// logger is the call's logger: the session's, with the call's id, tool and
+// correlation id. It is made on first use because most calls log nothing
+// at the configured level, and attaching attributes costs a handler copy.
+func (inv *invocation) logger() *slog.Logger {
+	if inv.callLog == nil {
+		inv.callLog = inv.log.With("id", inv.id.String(), "tool", inv.tool, "correlation_id", inv.cid)
+	}
+	return inv.callLog
 }

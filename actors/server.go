@@ -94,8 +94,7 @@ func (s *server) Receive(ctx actor.Context) {
 // reports its end with *ended (cheaper per idle session than Watch, whose
 // watcher set every watched actor would carry).
 func (s *server) spawn(ctx actor.Context, prefix string, producer actor.Producer) *actor.PID {
-	props := actor.PropsFromProducer(producer,
-		actor.WithReceiverMiddleware(capturePanics), actor.WithGuardian(s.guardian))
+	props := s.opts.exec.props(producer, actor.WithGuardian(s.guardian))
 	pid := ctx.ActorSystem().Root.SpawnPrefix(props, prefix)
 	s.live[pid.Id] = pid
 	return pid

@@ -157,7 +157,7 @@ type session struct {
 	byPID       map[string]jsonrpc2.ID
 	draining    bool
 	timer       *time.Timer
-	exec        *executorDeps
+	exec        *hostDeps
 	pending     map[jsonrpc2.ID]*pendingRequest // server-to-client requests awaiting answers
 	nextRequest uint64                          // id of the last server-to-client request
 	root        *actor.RootContext              // for sends outside Receive (HandleFailure, timers)
@@ -168,7 +168,7 @@ type session struct {
 
 // newSession makes sessions with opts, which has its defaults applied and
 // is shared by every session (never changed, so it is copied by no one).
-func newSession(opts *SessionOptions, log *slog.Logger, exec *executorDeps) actor.Producer {
+func newSession(opts *SessionOptions, log *slog.Logger, exec *hostDeps) actor.Producer {
 	return func() actor.Actor {
 		id := newSessionID()
 		return &session{
@@ -451,8 +451,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	if p.Meta != nil && p.Meta.TimeoutMs != nil && *p.Meta.TimeoutMs > 0 {
 		inv.requested = time.Duration(*p.Meta.TimeoutMs) * time.Millisecond
 	}
-	call.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return inv },
-		actor.WithReceiverMiddleware(capturePanics)))
+	call.pid = ctx.Spawn(s.exec.props(func() actor.Actor { return inv }))
 	if s.calls == nil { // made on first use: an idle session costs less
 		s.calls, s.byPID = map[jsonrpc2.ID]*inflight{}, map[string]jsonrpc2.ID{}
 	}

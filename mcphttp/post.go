@@ -57,18 +57,12 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 			return
 		}
 	} else {
-		if rej := framing.Check(body); rej != nil {
-			h.rejectBody(w, rej)
-			return
-		}
 		raws = []json.RawMessage{body}
 	}
 
 	msgs, rejected := decodeMessages(raws)
 	if !batch && len(rejected) > 0 {
-		// Passed the framing check but not jsonrpc2's decoding (an id
-		// beyond int64, a malformed error object): not accepted, so 400.
-		writeJSON(w, http.StatusBadRequest, rejected[0])
+		writeJSON(w, http.StatusBadRequest, rejected[0]) // not accepted, so 400
 		return
 	}
 
@@ -111,45 +105,21 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 	}
 }
 
-// decodeMessages turns checked raw messages into requests, notifications
-// and responses; members of a batch that fail the check become error
-// responses of their own.
+// decodeMessages checks and decodes raw messages (framing.Decode: one pass
+// each) into requests, notifications and responses; the ones that fail the
+// check become error responses of their own.
 func decodeMessages(raws []json.RawMessage) (msgs []message, rejected [][]byte) {
 	for _, raw := range raws {
-		if rej := framing.Check(raw); rej != nil {
+		m, rej := framing.Decode(raw)
+		if rej != nil {
 			rejected = append(rejected, rej.Reply())
 			continue
 		}
-		var probe struct {
-			Method *string `json:"method"`
-		}
-		_ = json.Unmarshal(raw, &probe)
-		m := message{raw: raw}
-		if probe.Method != nil {
-			m.req = &jsonrpc2.Request{}
-			if err := json.Unmarshal(raw, m.req); err != nil {
-				rejected = append(rejected, invalidRequest())
-				continue
-			}
-		} else {
-			m.resp = &jsonrpc2.Response{}
-			if err := json.Unmarshal(raw, m.resp); err != nil {
-				rejected = append(rejected, invalidRequest())
-				continue
-			}
-		}
-		msgs = append(msgs, m)
+		msgs = append(msgs, message{raw: raw, req: m.Request, resp: m.Response})
 	}
 	return msgs, rejected
 }
 
-func invalidRequest() []byte {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": protocol.CodeInvalidRequest, "message": "invalid request"}})
-	return b
-}
-
-// rejectBody answers a body that is not valid JSON-RPC with 400 and the
 // JSON-RPC error (parse error or invalid request) as the body.
 func (h *Handler) rejectBody(w http.ResponseWriter, rej *framing.Rejection) {
 	if rej == nil {

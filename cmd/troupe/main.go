@@ -130,6 +130,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	withStdio := fs.Bool("stdio", false, "with --http: serve stdio as well")
 	tokenEnv := fs.String("bearer-token-env", "", "require this environment variable's value as the HTTP bearer token")
 	allowRemote := fs.Bool("allow-unauthenticated-remote", false, "allow --http on a non-loopback address without a bearer token (unsafe)")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
+	memProfile := fs.String("memprofile", "", "write a pprof allocation profile to this file at exit")
 	var overrides multiFlag
 	fs.Var(&overrides, "c", "override a config key: -c key=value (value parsed as TOML); repeatable")
 	if err := fs.Parse(args); err != nil {
@@ -142,6 +144,16 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		fmt.Fprintf(stderr, "troupe serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	stopProfiles, err := startProfiles(*cpuProfile, *memProfile)
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return 2
+	}
+	defer func() {
+		if err := stopProfiles(); err != nil {
+			fmt.Fprintln(stderr, "troupe:", err)
+		}
+	}()
 	loadOpts := config.Options{File: *configFile, Overrides: overrides}
 	cfg, err := config.Load(loadOpts)
 	if err != nil {

@@ -48,6 +48,28 @@ func Check(msg []byte) *Rejection {
 	return nil
 }
 
+// Message is one checked JSON-RPC message, decoded: exactly one of Request
+// (a request or a notification) and Response is set. Its raw parts (params,
+// result) are copies, independent of the buffer it was read from.
+type Message struct {
+	Request  *jsonrpc2.Request
+	Response *jsonrpc2.Response
+}
+
+// Decode checks one message (not a batch) as Check does and returns it
+// decoded. The check and the decoding are one pass over the message: the
+// params and result stay raw for whoever knows their type.
+func Decode(msg []byte) (Message, *Rejection) {
+	if !utf8.Valid(msg) {
+		return Message{}, &Rejection{&lineError{code: jsonrpc2.CodeParseError, message: "parse error: message is not valid UTF-8"}}
+	}
+	m, e := classify(msg)
+	if e != nil {
+		return Message{}, &Rejection{e}
+	}
+	return m, nil
+}
+
 // envelope is a message's top level, read without interpreting the params.
 type envelope struct {
 	JSONRPC *string         `json:"jsonrpc"`
@@ -59,15 +81,15 @@ type envelope struct {
 }
 
 // classify checks one JSON value against JSON-RPC 2.0 as MCP uses it and
-// returns it unchanged when it is a valid request, notification or response.
-func classify(msg []byte) ([]byte, *lineError) {
+// returns it decoded when it is a valid request, notification or response.
+func classify(msg []byte) (Message, *lineError) {
 	var env envelope
 	if err := json.Unmarshal(msg, &env); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) { // truncated input is a SyntaxError too
-			return nil, &lineError{code: jsonrpc2.CodeParseError, message: "parse error: " + err.Error()}
+			return Message{}, &lineError{code: jsonrpc2.CodeParseError, message: "parse error: " + err.Error()}
 		}
-		return nil, &lineError{code: jsonrpc2.CodeInvalidRequest, message: "invalid request: the message must be a JSON-RPC 2.0 object"}
+		return Message{}, &lineError{code: jsonrpc2.CodeInvalidRequest, message: "invalid request: the message must be a JSON-RPC 2.0 object"}
 	}
 	id, idErr := checkID(env.ID)
 	isResponse := env.Method == nil && (env.Result != nil || env.Error != nil)
@@ -75,39 +97,73 @@ func classify(msg []byte) ([]byte, *lineError) {
 		return &lineError{id: id, code: jsonrpc2.CodeInvalidRequest, message: "invalid request: " + why, response: isResponse}
 	}
 	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
-		return nil, invalid(`"jsonrpc" must be "2.0"`)
+		return Message{}, invalid(`"jsonrpc" must be "2.0"`)
 	}
 	if idErr != "" {
-		return nil, invalid(idErr)
+		return Message{}, invalid(idErr)
 	}
 	switch {
 	case env.Method != nil:
 		if env.Method[0] != '"' {
-			return nil, invalid(`"method" must be a string`)
+			return Message{}, invalid(`"method" must be a string`)
 		}
 		if env.Result != nil || env.Error != nil {
-			return nil, invalid("a request cannot carry result or error")
+			return Message{}, invalid("a request cannot carry result or error")
 		}
 		if env.Params != nil && env.Params[0] != '{' && env.Params[0] != '[' {
-			return nil, invalid(`"params" must be an object`)
+			return Message{}, invalid(`"params" must be an object`)
 		}
 	case env.Result != nil || env.Error != nil:
 		if env.ID == nil {
-			return nil, invalid("a response needs an id")
+			return Message{}, invalid("a response needs an id")
 		}
 		if env.Result != nil && env.Error != nil {
-			return nil, invalid("a response carries either result or error, not both")
+			return Message{}, invalid("a response carries either result or error, not both")
 		}
 	default:
-		return nil, invalid("neither a request nor a response")
+		return Message{}, invalid("neither a request nor a response")
 	}
-	return msg, nil
+	return env.decode(id, invalid)
+}
+
+// decode builds the message of a checked envelope. id is the checked id
+// token (nil for a notification).
+func (env *envelope) decode(id json.RawMessage, invalid func(string) *lineError) (Message, *lineError) {
+	var rid jsonrpc2.ID
+	if id != nil {
+		if err := rid.UnmarshalJSON(id); err != nil {
+			return Message{}, invalid(`"id" must be a string or an integer`)
+		}
+	}
+	if env.Method == nil {
+		resp := &jsonrpc2.Response{ID: rid}
+		if env.Error != nil {
+			resp.Error = new(jsonrpc2.Error)
+			if err := json.Unmarshal(env.Error, resp.Error); err != nil {
+				return Message{}, invalid(`"error" must be an object with a code and a message`)
+			}
+		} else {
+			resp.Result = &env.Result
+		}
+		return Message{Response: resp}, nil
+	}
+	req := &jsonrpc2.Request{ID: rid, Notif: id == nil}
+	if raw := env.Method; bytes.IndexByte(raw, '\\') < 0 {
+		req.Method = string(raw[1 : len(raw)-1])
+	} else if err := json.Unmarshal(raw, &req.Method); err != nil {
+		return Message{}, invalid(`"method" must be a string`)
+	}
+	if env.Params != nil {
+		req.Params = &env.Params
+	}
+	return Message{Request: req}, nil
 }
 
 // checkID validates an id token and returns the token worth echoing (nil
 // when there is none or it is null) and why it is invalid, if it is. MCP ids
 // are strings or integers and never null; troupe also refuses negative and
-// fractional numbers (jsonrpc2 represents numeric ids as uint64).
+// fractional numbers, and numbers beyond int64 (which no JSON-RPC peer can
+// be trusted to echo exactly).
 func checkID(raw json.RawMessage) (json.RawMessage, string) {
 	if raw == nil {
 		return nil, ""
@@ -126,7 +182,7 @@ func checkID(raw json.RawMessage) (json.RawMessage, string) {
 	if bytes.ContainsAny(raw, ".eE") {
 		return raw, `"id" must be an integer`
 	}
-	var n uint64
+	var n int64
 	if json.Unmarshal(raw, &n) != nil {
 		return raw, `"id" is out of range`
 	}

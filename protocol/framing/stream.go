@@ -51,13 +51,21 @@ type Stream struct {
 	log     *slog.Logger
 	batches atomic.Bool
 
-	// queue holds the valid members of a batch not yet handed to the reader.
-	queue [][]byte
+	// queue holds the valid messages (a line's, or a batch's members) not
+	// yet handed to the reader.
+	queue []checked
 
 	wmu     sync.Mutex
 	w       io.Writer
 	wclosed bool
 	open    []*batch // batches whose responses are still being collected
+}
+
+// checked is one valid message, raw (for ReadObject) and decoded (for
+// ReadMessage).
+type checked struct {
+	raw []byte
+	msg Message
 }
 
 // batch collects the responses to the requests of one incoming batch.
@@ -86,22 +94,43 @@ func (s *Stream) SetBatches(on bool) { s.batches.Store(on) }
 // errLineTooLong marks a line over the size limit (already discarded).
 var errLineTooLong = errors.New("line too long")
 
-// ReadObject reads the next well-formed message into v. It returns an error
-// only when the input ends or fails; malformed lines are answered and
-// skipped.
+// ReadObject reads the next well-formed message into v, which is how
+// jsonrpc2.Conn reads a Stream. It returns an error only when the input
+// ends or fails; malformed lines are answered and skipped.
 func (s *Stream) ReadObject(v any) error {
 	for {
+		c, err := s.next()
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(c.raw, v); err != nil {
+			// Checked by classify already; a failure here is a bug, but
+			// it must still cost only this message.
+			s.log.Error("framing: checked message failed to decode", "err", err)
+			s.reply(nil, jsonrpc2.CodeInvalidRequest, "invalid request")
+			continue
+		}
+		return nil
+	}
+}
+
+// ReadMessage returns the next well-formed message, decoded in the same
+// pass that checked it: the read path of a server that dispatches messages
+// itself. It returns an error only when the input ends or fails; malformed
+// lines are answered and skipped.
+func (s *Stream) ReadMessage() (Message, error) {
+	c, err := s.next()
+	return c.msg, err
+}
+
+// next returns the next valid message, reading lines as needed.
+func (s *Stream) next() (checked, error) {
+	for {
 		if len(s.queue) > 0 {
-			msg := s.queue[0]
+			c := s.queue[0]
+			s.queue[0] = checked{}
 			s.queue = s.queue[1:]
-			if err := json.Unmarshal(msg, v); err != nil {
-				// Checked by classify already; a failure here is a bug, but
-				// it must still cost only this message.
-				s.log.Error("framing: checked message failed to decode", "err", err)
-				s.reply(nil, jsonrpc2.CodeInvalidRequest, "invalid request")
-				continue
-			}
-			return nil
+			return c, nil
 		}
 		line, err := s.readLine()
 		if errors.Is(err, errLineTooLong) {
@@ -116,7 +145,7 @@ func (s *Stream) ReadObject(v any) error {
 			if len(s.queue) > 0 {
 				continue // hand out what the last line held before reporting the end
 			}
-			return err
+			return checked{}, err
 		}
 	}
 }
@@ -175,7 +204,7 @@ func (s *Stream) accept(line []byte) {
 		}
 		return
 	}
-	s.queue = append(s.queue, msg)
+	s.queue = append(s.queue, checked{raw: line, msg: msg})
 }
 
 func (s *Stream) acceptBatch(line []byte) {
@@ -198,7 +227,7 @@ func (s *Stream) acceptBatch(line []byte) {
 		return
 	}
 	b := &batch{waiting: map[jsonrpc2.ID]bool{}}
-	var valid [][]byte
+	var valid []checked
 	for _, m := range members {
 		msg, perr := classify(m)
 		if perr != nil {
@@ -207,33 +236,20 @@ func (s *Stream) acceptBatch(line []byte) {
 			}
 			continue
 		}
-		if id, ok := requestID(msg); ok {
-			if b.waiting[id] {
+		if req := msg.Request; req != nil && !req.Notif {
+			if b.waiting[req.ID] {
 				b.replies = append(b.replies, errorLine(nil, jsonrpc2.CodeInvalidRequest, "duplicate id in batch"))
 				continue
 			}
-			b.waiting[id] = true
+			b.waiting[req.ID] = true
 		}
-		valid = append(valid, msg)
+		valid = append(valid, checked{raw: m, msg: msg})
 	}
 	s.wmu.Lock()
 	s.open = append(s.open, b)
 	s.flushBatchesLocked()
 	s.wmu.Unlock()
 	s.queue = append(s.queue, valid...)
-}
-
-// requestID extracts the id of a checked request; notifications and
-// responses have none worth collecting.
-func requestID(msg []byte) (jsonrpc2.ID, bool) {
-	var probe struct {
-		ID     *jsonrpc2.ID    `json:"id"`
-		Method json.RawMessage `json:"method"`
-	}
-	if json.Unmarshal(msg, &probe) != nil || probe.ID == nil || probe.Method == nil {
-		return jsonrpc2.ID{}, false
-	}
-	return *probe.ID, true
 }
 
 // WriteObject writes one message as a line. A response that belongs to an

@@ -99,6 +99,7 @@ func TestStreamRejectsBadLinesAndKeepsGoing(t *testing.T) {
 		{"exponent id", `{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, wantReply{"1e3", jsonrpc2.CodeInvalidRequest}},
 		{"negative id", `{"jsonrpc":"2.0","id":-4,"method":"ping"}`, wantReply{"-4", jsonrpc2.CodeInvalidRequest}},
 		{"id out of range", `{"jsonrpc":"2.0","id":18446744073709551616,"method":"ping"}`, wantReply{"18446744073709551616", jsonrpc2.CodeInvalidRequest}},
+		{"id beyond int64", `{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}`, wantReply{"9223372036854775808", jsonrpc2.CodeInvalidRequest}},
 		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, wantReply{"null", jsonrpc2.CodeInvalidRequest}},
 		{"bool id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, wantReply{"null", jsonrpc2.CodeInvalidRequest}},
 		{"numeric method", `{"jsonrpc":"2.0","id":3,"method":5}`, wantReply{"3", jsonrpc2.CodeInvalidRequest}},
@@ -132,7 +133,7 @@ func TestStreamPassesValidMessages(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":0,"result":{}}`,
 		`{"jsonrpc":"2.0","id":5,"error":{"code":-1,"message":"no"}}`,
-		`  {"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}  `,
+		`  {"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"}  `,
 	}
 	input := strings.Join(lines, "\r\n") + "\n\n   \n"
 	got, replies := drain(t, input, Options{}, false)
@@ -240,5 +241,48 @@ func TestStreamWriteAfterCloseWrite(t *testing.T) {
 	}
 	if err := s.WriteObject(map[string]int{"a": 1}); err == nil {
 		t.Fatal("write after CloseWrite succeeded")
+	}
+}
+
+// TestReadMessageDecodes checks what ReadMessage hands on: jsonrpc2's types,
+// filled from the one pass that checked the line.
+func TestReadMessageDecodes(t *testing.T) {
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a\nb"}}}`,
+		`{"jsonrpc":"2.0","id":"s","method":"ping"}`,
+		`{"jsonrpc":"2.0","method":"notifications/\u0063ancelled","params":{"requestId":7}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"action":"accept"}}`,
+		`{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"no","data":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":5,"error":"not an object"}`,
+	}, "\n")
+	var out bytes.Buffer
+	s := New(strings.NewReader(input), &out, Options{})
+	var got []Message
+	for {
+		m, err := s.ReadMessage()
+		if err != nil {
+			break
+		}
+		got = append(got, m)
+	}
+	if len(got) != 5 || out.Len() != 0 {
+		t.Fatalf("got %d messages and replies %q; want 5 and none (a bad response is dropped)", len(got), out.String())
+	}
+	call := got[0].Request
+	if call == nil || call.Method != "tools/call" || call.Notif || call.ID != (jsonrpc2.ID{Num: 7}) ||
+		string(*call.Params) != `{"name":"echo","arguments":{"text":"a\nb"}}` {
+		t.Fatalf("call: %+v", call)
+	}
+	if p := got[1].Request; p.Method != "ping" || p.Params != nil || p.ID != (jsonrpc2.ID{Str: "s", IsString: true}) {
+		t.Fatalf("ping: %+v", p)
+	}
+	if n := got[2].Request; n.Method != "notifications/cancelled" || !n.Notif {
+		t.Fatalf("notification: %+v", n)
+	}
+	if r := got[3].Response; r == nil || r.ID != (jsonrpc2.ID{Num: 3}) || string(*r.Result) != `{"action":"accept"}` || r.Error != nil {
+		t.Fatalf("result: %+v", r)
+	}
+	if r := got[4].Response; r.Error == nil || r.Error.Code != -32601 || r.Error.Message != "no" || string(*r.Error.Data) != `{"x":1}` {
+		t.Fatalf("error: %+v", r)
 	}
 }

@@ -1,0 +1,83 @@
+package actors
+
+import (
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// workerPool is the actor.Dispatcher every troupe actor runs on. It runs
+// a mailbox on an idle worker goroutine when there is one and starts a new
+// worker when there is none.
+//
+// protoactor's default dispatcher starts a fresh goroutine each time a
+// mailbox gets work. A fresh goroutine has a small stack, and a message's
+// path through troupe (JSON, schema validation, logging) is deep: in
+// profiles of a busy stdio session a quarter of the CPU went to growing
+// and copying those stacks. Workers keep their grown stacks from run to
+// run. A worker never waits for a busy one: scheduling is never blocked,
+// so an actor that is slow to return cannot stall another, exactly as with
+// goroutine-per-run.
+//
+// Idle workers end after idleWorker, so a burst does not leave its peak
+// number of goroutines behind, and all of them end at close.
+type workerPool struct {
+	work       chan func() // unbuffered: a send succeeds only if a worker is idle
+	quit       chan struct{}
+	closeOnce  sync.Once
+	throughput int
+}
+
+// idleWorker is how long a worker waits for a mailbox before it ends.
+const idleWorker = 2 * time.Second
+
+// mailboxThroughput is how many messages a mailbox run handles before it
+// yields its worker (protoactor's default).
+const mailboxThroughput = 300
+
+func newWorkerPool() *workerPool {
+	return &workerPool{work: make(chan func()), quit: make(chan struct{}), throughput: mailboxThroughput}
+}
+
+// Schedule implements actor.Dispatcher.
+func (p *workerPool) Schedule(run func()) {
+	select {
+	case p.work <- run:
+	default:
+		go p.worker(run)
+	}
+}
+
+// Throughput implements actor.Dispatcher.
+func (p *workerPool) Throughput() int { return p.throughput }
+
+func (p *workerPool) worker(run func()) {
+	idle := time.NewTimer(idleWorker)
+	defer idle.Stop()
+	for {
+		run()
+		idle.Reset(idleWorker)
+		select {
+		case run = <-p.work:
+		case <-idle.C:
+			return
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// close makes idle workers end; busy ones end when their run returns.
+// Mailboxes scheduled afterwards still run, each on its own goroutine.
+func (p *workerPool) close() {
+	p.closeOnce.Do(func() { close(p.quit) })
+}
+
+// props are the Props of every troupe actor: its producer, run by the
+// Host's worker pool, with panics recorded (capturePanics) before the
+// supervisor sees them.
+func (d *hostDeps) props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
+	opts = append(opts, actor.WithReceiverMiddleware(capturePanics), actor.WithDispatcher(d.pool))
+	return actor.PropsFromProducer(producer, opts...)
+}
