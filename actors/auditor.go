@@ -2,6 +2,7 @@ package actors
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -12,18 +13,24 @@ import (
 // (and its lock and fsync) never runs inside a call's actors. It is spawned
 // by the Host beside the server actor and outlives every session.
 //
-// Records are group-committed: a record is held until the auditor's own
-// flushAudit message, sent behind it, comes out of the mailbox; by then
-// every record queued meanwhile has joined it, and one write and one fsync
-// serve them all. An idle server still writes each record at once (the
-// flush is right behind it), while a busy one pays the disk once per batch
-// instead of once per call, so the log keeps up with any call rate.
+// Records are group-committed: the first record of a batch starts a timer
+// of auditFlushDelay, and when it fires every record that arrived meanwhile
+// is written with one write and one fsync. A busy server thus pays the
+// disk once per batch instead of once per call (an fsync per call was a
+// tenth of the server's CPU at 12,000 calls/s), so the log keeps up with
+// any call rate; a record reaches the disk at most auditFlushDelay (plus
+// one fsync) after its call ended. The client's answer never waits for
+// the audit log in any case.
 type auditor struct {
 	log     *audit.Log
 	logger  *slog.Logger
 	pending []audit.Record
-	failed  bool // a write failed; logged once until one succeeds again
+	timer   *time.Timer // runs while records are pending
+	failed  bool        // a write failed; logged once until one succeeds again
 }
+
+// auditFlushDelay is how long the first record of a batch waits for more.
+const auditFlushDelay = 5 * time.Millisecond
 
 // flushAudit tells the auditor to write what it holds.
 type flushAudit struct{}
@@ -40,7 +47,8 @@ func (a *auditor) Receive(ctx actor.Context) {
 		case len(a.pending) >= maxAuditBatch:
 			a.flush()
 		case len(a.pending) == 1:
-			ctx.Send(ctx.Self(), flushAudit{})
+			root, self := ctx.ActorSystem().Root, ctx.Self()
+			a.timer = time.AfterFunc(auditFlushDelay, func() { root.Send(self, flushAudit{}) })
 		}
 	case flushAudit:
 		a.flush()
@@ -50,6 +58,10 @@ func (a *auditor) Receive(ctx actor.Context) {
 }
 
 func (a *auditor) flush() {
+	if a.timer != nil {
+		a.timer.Stop() // a late flushAudit finds nothing pending: harmless
+		a.timer = nil
+	}
 	if len(a.pending) == 0 {
 		return
 	}

@@ -34,6 +34,24 @@ type connection struct {
 	stream      *framing.Stream
 	session     *actor.PID
 	drained     bool
+	flushing    bool     // a flushOutput is on its way
+	written     []func() // Outbound.Written callbacks of the queued messages
+}
+
+// flushOutput makes the connection write the messages it queued.
+type flushOutput struct{ quiet }
+
+// flush writes the queued messages and then tells their senders.
+func (c *connection) flush() {
+	c.flushing = false
+	if err := c.stream.Flush(); err != nil {
+		c.log.Debug("write failed", "err", err)
+	}
+	for i, f := range c.written {
+		f()
+		c.written[i] = nil
+	}
+	c.written = c.written[:0]
 }
 
 // sessionName is the session child's name: its PID is the connection's
@@ -54,12 +72,21 @@ func (c *connection) Receive(ctx actor.Context) {
 	case *actor.Started:
 		c.start(ctx)
 	case *Outbound:
-		if err := c.stream.WriteObject(msg.Message); err != nil {
+		// Queued, then written with the others the mailbox holds: the
+		// flushOutput sent behind the first comes out after them, so a busy
+		// session writes many messages per syscall and an idle one at once.
+		if err := c.stream.Queue(msg.Message); err != nil {
 			c.log.Debug("write failed", "err", err)
 		}
 		if msg.Written != nil {
-			msg.Written()
+			c.written = append(c.written, msg.Written)
 		}
+		if !c.flushing {
+			c.flushing = true
+			ctx.Send(ctx.Self(), flushOutput{})
+		}
+	case flushOutput:
+		c.flush()
 	case *Unanswered:
 		c.stream.Skip(msg.ID)
 	case *Negotiated:
@@ -81,6 +108,7 @@ func (c *connection) Receive(ctx actor.Context) {
 	case *closeOutput:
 		ctx.Stop(ctx.Self())
 	case *actor.Stopping:
+		c.flush()
 		if err := c.stream.CloseWrite(); err != nil {
 			c.log.Debug("closing output", "err", err)
 		}

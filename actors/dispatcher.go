@@ -7,9 +7,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// workerPool is the actor.Dispatcher every troupe actor runs on. It runs
-// a mailbox on an idle worker goroutine when there is one and starts a new
-// worker when there is none.
+// workerPool is the actor.Dispatcher every troupe actor runs on, and the
+// pool tool calls run on. It runs a function on an idle worker goroutine
+// when there is one and starts a new worker when there is none.
 //
 // protoactor's default dispatcher starts a fresh goroutine each time a
 // mailbox gets work. A fresh goroutine has a small stack, and a message's

@@ -70,7 +70,10 @@ func (e *executor) run(ctx actor.Context) {
 	e.cancel = cancel
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	e.deps.running.Add(1)
-	go func() {
+	// The tool runs on a pool worker, whose stack has already grown, like
+	// a mailbox does; a tool that blocks holds its worker and the pool
+	// starts another for the next one (see workerPool).
+	e.deps.pool.Schedule(func() {
 		defer e.deps.running.Done()
 		defer cancel()
 		if e.req.Output != nil {
@@ -83,5 +86,5 @@ func (e *executor) run(ctx actor.Context) {
 		}()
 		res, err := e.tool.Call(runCtx, e.req)
 		root.Send(self, &toolReturned{res: executorResult{result: res, err: err}})
-	}()
+	})
 }

@@ -105,7 +105,7 @@ func (inv *invocation) Receive(ctx actor.Context) {
 			// for cancellation); the log and the audit log say what
 			// happened.
 			inv.done = true
-			inv.logger().Info("call cancelled", "outcome", tools.KindCancelled, "duration", time.Since(inv.started))
+			inv.logAt(slog.LevelInfo, "call cancelled", "outcome", tools.KindCancelled, "duration", time.Since(inv.started))
 			inv.audit(ctx, string(tools.KindCancelled))
 		}
 	}
@@ -163,7 +163,7 @@ func (inv *invocation) ask(ctx actor.Context, spec tools.Spec, args json.RawMess
 	a := &approval{session: ctx.Parent(), related: inv.id, params: form,
 		timeout: inv.call.gate.TimeoutOrDefault(), log: inv.logger()}
 	ctx.Spawn(inv.exec.props(func() actor.Actor { return a }))
-	inv.logger().Info("approval requested", "args_hash", inv.hash)
+	inv.logAt(slog.LevelInfo, "approval requested", "args_hash", inv.hash)
 }
 
 func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
@@ -189,7 +189,7 @@ func (inv *invocation) decided(outcome, detail string) {
 	if outcome == approvalNotRequired {
 		level = slog.LevelDebug // no question was asked; the audit record has it
 	}
-	inv.logger().Log(context.Background(), level, "approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
+	inv.logAt(level, "approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
 }
 
 // run starts the executor under the call's effective deadline: the
@@ -208,7 +208,7 @@ func (inv *invocation) run(ctx actor.Context) {
 	}
 	out, err := inv.newOutput()
 	if err != nil {
-		inv.logger().Error("creating the output spool", "err", err)
+		inv.logAt(slog.LevelError, "creating the output spool", "err", err)
 		out = spool.NewOutput(spool.Limits{})
 	}
 	inv.req.Output = out
@@ -219,7 +219,7 @@ func (inv *invocation) run(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	inv.ran = time.Now()
 	inv.timer = time.AfterFunc(inv.limit, func() { root.Send(self, &deadlineExpired{}) })
-	inv.logger().Debug("call started", "timeout", inv.limit)
+	inv.logAt(slog.LevelDebug, "call started", "timeout", inv.limit)
 }
 
 func (inv *invocation) newOutput() (*spool.Output, error) {
@@ -249,7 +249,7 @@ func (inv *invocation) executorReturned(ctx actor.Context, msg *executorResult) 
 	case msg.err != nil:
 		inv.toolFailed(ctx, msg.err)
 	case msg.result == nil:
-		inv.logger().Error("tool returned neither result nor error")
+		inv.logAt(slog.LevelError, "tool returned neither result nor error")
 		inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: inv.tool + " returned no result"}, string(tools.KindInternal))
 	default:
 		inv.answer(ctx, msg.result, "ok")
@@ -264,7 +264,7 @@ func (inv *invocation) toolFailed(ctx actor.Context, err error) {
 		inv.fail(ctx, te, string(te.Kind))
 		return
 	}
-	inv.logger().Error("tool failed", "err", err)
+	inv.logAt(slog.LevelError, "tool failed", "err", err)
 	inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: inv.tool + " failed; see the server log"}, string(tools.KindInternal))
 }
 
@@ -293,9 +293,7 @@ func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult
 	if result.IsError {
 		level = slog.LevelWarn
 	}
-	if inv.log.Enabled(context.Background(), level) { // else skip making the call's logger
-		inv.logger().Log(context.Background(), level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
-	}
+	inv.logAt(level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
 	inv.audit(ctx, outcome)
 	ctx.Send(ctx.Parent(), &callFinished{id: inv.id, from: ctx.Self(), result: result})
 	ctx.Stop(ctx.Self())
@@ -370,7 +368,7 @@ func (inv *invocation) audit(ctx actor.Context, outcome string) {
 func (inv *invocation) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
 	_ *actor.RestartStatistics, reason any, _ any) {
 	value, stack := panicDetails(reason)
-	inv.logger().Error("tool panicked", "panic", value, "stack", stack)
+	inv.logAt(slog.LevelError, "tool panicked", "panic", value, "stack", stack)
 	sup.StopChildren(child)
 	if !inv.done {
 		self := sup.(actor.Context)
@@ -381,6 +379,14 @@ func (inv *invocation) HandleFailure(system *actor.ActorSystem, sup actor.Superv
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// logAt logs with the call's logger, which it makes only when the level
+// is enabled.
+func (inv *invocation) logAt(level slog.Level, msg string, args ...any) {
+	if inv.log.Enabled(context.Background(), level) {
+		inv.logger().Log(context.Background(), level, msg, args...)
+	}
 }
 
 // logger is the call's logger: the session's, with the call's id, tool and

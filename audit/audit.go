@@ -280,7 +280,7 @@ func (l *Log) append(rs []Record) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit %s: %w", l.path, err)
 	}
-	var out []byte
+	out := make([]byte, 0, len(rs)*512) // a call's record is about 400 bytes
 	if torn {
 		out = append(out, '\n') // leave the fragment its own line
 	}

@@ -101,11 +101,13 @@ func troupeBinary(t *testing.T) string {
 	}
 	bin := filepath.Join(binDir, "troupe")
 	buildOnce.Do(func() {
-		args := []string{"build", "-o", bin}
+		// troupe-sandbox beside troupe: the standalone sandbox helper
+		// troupe prefers, as an installation has it.
+		args := []string{"build", "-o", binDir + string(filepath.Separator)}
 		if raceEnabled() {
 			args = append(args, "-race")
 		}
-		cmd := exec.Command("go", append(args, "./cmd/troupe")...)
+		cmd := exec.Command("go", append(args, "./cmd/troupe", "./cmd/troupe-sandbox")...)
 		cmd.Dir = moduleRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)

@@ -46,8 +46,11 @@ func BenchmarkStart(b *testing.B) {
 // BenchmarkNew measures the probe New does once per server.
 func BenchmarkNew(b *testing.B) {
 	for b.Loop() {
-		if _, err := New(Options{}); err != nil {
+		s, err := New(Options{})
+		if err != nil {
 			b.Fatal(err)
 		}
+		s.Isolation() // waits for the probe
+
 	}
 }

@@ -85,6 +85,7 @@ func HelperMain(args []string) int {
 	if len(args) == 1 && args[0] == "probe" {
 		// New starts the helper like this, inside the namespaces it wants
 		// to know about: getting here means they can be made.
+		fmt.Println(HelperProtocol)
 		return 0
 	}
 	if len(args) != 2 {

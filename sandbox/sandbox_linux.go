@@ -44,6 +44,9 @@ type Sandbox struct {
 	token    string        // tells our run cgroups from another Sandbox's in this process
 	seq      atomic.Uint64 // numbers run cgroups
 	helperOK bool          // the helper ran in probe mode
+	// probed is closed once the probe has filled iso, cg, helper and
+	// helperOK; the exported methods wait for it before reading them.
+	probed chan struct{}
 	// dumpMu serialises starts that briefly make the server dumpable
 	// again (startChild).
 	dumpMu sync.Mutex
@@ -54,6 +57,11 @@ type Sandbox struct {
 // and removes run cgroups that crashed servers left behind. It fails only
 // on a bad Options value; what is missing is recorded in Isolation, and
 // Check refuses the policies that need it.
+//
+// The probe starts helper processes, which takes milliseconds, so it runs
+// in the background: New returns at once, and Isolation, Check and Start
+// wait for it. A server can read its configuration and answer a client's
+// initialize meanwhile.
 func New(opts Options) (*Sandbox, error) {
 	driver := opts.Driver
 	switch driver {
@@ -90,20 +98,27 @@ func New(opts Options) (*Sandbox, error) {
 		gid:     os.Getgid(),
 		token:   hex.EncodeToString(tok[:]),
 	}
-	if s.helper == "" {
-		// The running binary, even if its file was replaced since.
-		s.helper = "/proc/self/exe"
-	} else if s.helper, err = filepath.Abs(s.helper); err != nil {
-		return nil, fmt.Errorf("sandbox helper: %w", err)
+	if s.helper != "" {
+		if s.helper, err = filepath.Abs(s.helper); err != nil {
+			return nil, fmt.Errorf("sandbox helper: %w", err)
+		}
 	}
 	s.iso = Isolation{Driver: driver, OS: runtime.GOOS, Root: s.uid == 0}
-	s.probe()
-	log.Debug("sandbox: probed", "isolation", s.iso.String(), "missing", s.iso.Missing)
+	s.probed = make(chan struct{})
+	go func() { // ends by itself: each probe run is bounded by probeTimeout
+		defer close(s.probed)
+		if s.helper == "" {
+			s.helper = s.defaultHelper()
+		}
+		s.probe()
+		log.Debug("sandbox: probed", "isolation", s.iso.String(), "missing", s.iso.Missing, "helper", s.helper)
+	}()
 	return s, nil
 }
 
 // Isolation describes what is enforceable here.
 func (s *Sandbox) Isolation() Isolation {
+	<-s.probed
 	iso := s.iso
 	iso.Missing = append([]string(nil), s.iso.Missing...)
 	return iso
@@ -166,6 +181,30 @@ func (s *Sandbox) probe() {
 	}
 }
 
+// selfExe is the running binary, even if its file was replaced since.
+const selfExe = "/proc/self/exe"
+
+// defaultHelper is HelperName beside the server's executable when it is
+// there and answers the probe with HelperProtocol, else the server itself.
+func (s *Sandbox) defaultHelper() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return selfExe
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	beside := filepath.Join(filepath.Dir(exe), HelperName)
+	if fi, err := os.Stat(beside); err != nil || !fi.Mode().IsRegular() || filepath.Base(exe) == HelperName {
+		return selfExe
+	}
+	if err := s.probeHelper(beside, nil, &syscall.SysProcAttr{Setpgid: true}); err != nil {
+		s.log.Warn("sandbox: the standalone helper beside the server does not work; using the server binary", "helper", beside, "err", err)
+		return selfExe
+	}
+	return beside
+}
+
 // probeTimeout bounds one probe run; a helper that does not return at
 // once is not a working helper.
 const probeTimeout = 10 * time.Second
@@ -189,6 +228,11 @@ func (s *Sandbox) probeHelper(path string, args []string, attr *syscall.SysProcA
 	}
 	if err != nil {
 		return fmt.Errorf("%w %s", err, excerpt(out.Bytes()))
+	}
+	// The last line: bwrap may warn before the helper runs.
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if got := strings.TrimSpace(lines[len(lines)-1]); got != HelperProtocol {
+		return fmt.Errorf("the helper speaks %q, not %q", excerpt([]byte(got)), HelperProtocol)
 	}
 	return nil
 }
@@ -217,7 +261,7 @@ func (s *Sandbox) probeBwrap() {
 // bwrapHelper is the helper's path as seen inside bubblewrap, where
 // /proc/self/exe would name bwrap itself.
 func (s *Sandbox) bwrapHelper() (string, error) {
-	if s.helper != "/proc/self/exe" {
+	if s.helper != selfExe {
 		return filepath.Abs(s.helper)
 	}
 	return os.Executable()
@@ -289,6 +333,7 @@ func (s *Sandbox) startChild(cmd *exec.Cmd) error {
 // *UnenforceableError naming what is missing and how to fix it. Start
 // calls it too; a tool whose policy fails it does not run (fail closed).
 func (s *Sandbox) Check(p Policy) error {
+	<-s.probed
 	profile := p.Profile
 	switch profile {
 	case ProfileNone:

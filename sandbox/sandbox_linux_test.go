@@ -36,6 +36,7 @@ func newSandbox(t testing.TB, driver string) *Sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-s.probed // tests read the probe's results directly
 	return s
 }
 
@@ -864,7 +865,7 @@ func TestCheckExplains(t *testing.T) {
 		{"unknown profile", nil, Policy{Profile: "strict", Workspace: ws}, []string{"unknown profile"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := &Sandbox{log: base.log, driver: base.driver, helper: base.helper, tempDir: base.tempDir, iso: base.Isolation(), cg: base.cg, uid: base.uid, gid: base.gid, helperOK: base.helperOK}
+			s := &Sandbox{log: base.log, driver: base.driver, helper: base.helper, tempDir: base.tempDir, iso: base.Isolation(), cg: base.cg, uid: base.uid, gid: base.gid, helperOK: base.helperOK, probed: base.probed}
 			if c.edit != nil {
 				c.edit(s)
 			}

@@ -92,6 +92,7 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return 1
 	}
+	warnUnenforceable(cfg, reg, ws, sb, log)
 	list, _ := reg.Page(0, reg.Len())
 	if !*asJSON {
 		for _, s := range servers {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	cmap "github.com/orcaman/concurrent-map"
 	"io"
 	"log/slog"
 	"maps"
@@ -56,6 +57,13 @@ func main() {
 		// isolation, then become the program (see package sandbox).
 		os.Exit(sandbox.HelperMain(os.Args[1:]))
 	}
+	// protoactor's process registry is 1,024 buckets, each a
+	// concurrent-map of SHARD_COUNT locked maps: 32,768 maps by default,
+	// 8.5 MB and 8-16 ms of every start (most of start to initialize). The
+	// buckets already spread the locks, so one shard each loses nothing.
+	// It is the library's own setting and must be made before any map
+	// exists: here, first thing, and nowhere else.
+	cmap.SHARD_COUNT = 1
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -234,12 +242,20 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		log.Error("cannot set up the process sandbox", "err", err)
 		return 1
 	}
-	log.Info("process sandbox", "isolation", sb.Isolation().String())
 	registry, err := buildRegistry(cfg, ws, sb, nil, log)
 	if err != nil {
 		log.Error("cannot build the tool registry", "err", err)
 		return 1
 	}
+	// The sandbox probes in the background (it starts helper processes);
+	// what it found is logged when it is done, while serving starts.
+	probeReported := make(chan struct{})
+	go func() {
+		defer close(probeReported)
+		log.Info("process sandbox", "isolation", sb.Isolation().String())
+		warnUnenforceable(cfg, registry, ws, sb, log)
+	}()
+	defer func() { <-probeReported }()
 	auditLog, err := openAudit(cfg, log)
 	if err != nil {
 		log.Error("cannot open the audit log", "err", err)
@@ -305,6 +321,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 					log.Error("downstream tools changed but the registry cannot be rebuilt", "err", err)
 				} else {
 					host.SetRegistry(reg)
+					warnUnenforceable(current, reg, ws, sb, log)
 				}
 				regMu.Unlock()
 			case <-rebuildCtx.Done():
@@ -540,13 +557,6 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbo
 	}
 	for _, r := range regs {
 		spec := r.Tool.Spec()
-		if p := spec.Safety.SandboxProfile; p != "" && p != string(sandbox.ProfileNone) {
-			if err := sb.Check(sandbox.Policy{Profile: sandbox.Profile(p), Workspace: ws.Dir(),
-				AllowNetwork: spec.Safety.AllowNetwork, Limits: limits}); err != nil {
-				log.Warn("tool cannot run here: its sandbox profile cannot be enforced; calls will be refused",
-					"tool", spec.Name, "reason", err)
-			}
-		}
 		if spec.Safety.HighRisk && (gate.Policy{Trust: cfg.Approvals.Trust}).Trusts(tools.Spec{Name: spec.Name}) {
 			log.Warn("approvals.trust names a high-risk tool; it will still ask a person every time", "tool", spec.Name)
 		}
@@ -557,6 +567,28 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbo
 		}
 	}
 	return reg, nil
+}
+
+// warnUnenforceable logs the tools of reg whose sandbox profile cannot be
+// enforced here: their calls will be refused. It waits for the sandbox's
+// probe, so serve runs it off the start-up path.
+func warnUnenforceable(cfg *config.Config, reg *tools.Registry, ws *sandbox.Workspace, sb *sandbox.Sandbox, log *slog.Logger) {
+	limits := sandboxLimits(cfg)
+	page, _ := reg.Page(0, reg.Len())
+	for _, t := range page {
+		e, ok := reg.Lookup(t.Name)
+		if !ok {
+			continue
+		}
+		spec := e.Spec()
+		if p := spec.Safety.SandboxProfile; p != "" && p != string(sandbox.ProfileNone) {
+			if err := sb.Check(sandbox.Policy{Profile: sandbox.Profile(p), Workspace: ws.Dir(),
+				AllowNetwork: spec.Safety.AllowNetwork, Limits: limits}); err != nil {
+				log.Warn("tool cannot run here: its sandbox profile cannot be enforced; calls will be refused",
+					"tool", spec.Name, "reason", err)
+			}
+		}
+	}
 }
 
 // applyReload puts a reloaded configuration into force: the tool registry
@@ -578,6 +610,7 @@ func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sa
 	}
 	secrets.Store(secretValues(next))
 	host.SetRegistry(reg)
+	warnUnenforceable(next, reg, ws, sb, log)
 	if l, err := logging.ParseLevel(next.Logging.Level); err == nil {
 		level.Set(l)
 	}

@@ -58,6 +58,7 @@ type Stream struct {
 	wmu     sync.Mutex
 	w       io.Writer
 	wclosed bool
+	queued  []byte   // lines Queue holds for the next Flush
 	open    []*batch // batches whose responses are still being collected
 }
 
@@ -267,6 +268,48 @@ func (s *Stream) WriteObject(obj any) error {
 	return s.writeLocked(b)
 }
 
+// Queue is WriteObject for a writer that sends several messages in a row:
+// the line is held until Flush, so the messages share one write. Batch
+// responses are collected as WriteObject collects them, and any immediate
+// write sends what is queued first, so the output keeps the order of the
+// calls.
+func (s *Stream) Queue(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if resp, ok := obj.(*jsonrpc2.Response); ok && s.collectLocked(resp.ID, b) {
+		return nil
+	}
+	if s.wclosed {
+		return io.ErrClosedPipe
+	}
+	s.queued = append(append(s.queued, b...), '\n')
+	return nil
+}
+
+// Flush writes what Queue holds.
+func (s *Stream) Flush() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.flushLocked()
+}
+
+func (s *Stream) flushLocked() error {
+	if len(s.queued) == 0 || s.wclosed {
+		return nil
+	}
+	_, err := s.w.Write(s.queued)
+	if cap(s.queued) > 1<<20 {
+		s.queued = nil // a burst of large results: do not keep its buffer
+	} else {
+		s.queued = s.queued[:0]
+	}
+	return err
+}
+
 // Skip tells the stream that request id will get no response (it was
 // cancelled), so a batch waiting for it can complete.
 func (s *Stream) Skip(id jsonrpc2.ID) {
@@ -318,8 +361,8 @@ func (s *Stream) writeLocked(b []byte) error {
 	if s.wclosed {
 		return io.ErrClosedPipe
 	}
-	_, err := s.w.Write(append(b, '\n'))
-	return err
+	s.queued = append(append(s.queued, b...), '\n')
+	return s.flushLocked()
 }
 
 // Close is called by jsonrpc2 when reading ends. It does not close the
@@ -327,10 +370,12 @@ func (s *Stream) writeLocked(b []byte) error {
 // drain phase); the owner calls CloseWrite when done.
 func (s *Stream) Close() error { return nil }
 
-// CloseWrite stops all further writes; later writes fail.
+// CloseWrite writes what is queued and stops all further writes; later
+// writes fail.
 func (s *Stream) CloseWrite() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	_ = s.flushLocked()
 	s.wclosed = true
 	if c, ok := s.w.(io.Closer); ok {
 		return c.Close()

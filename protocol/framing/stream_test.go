@@ -286,3 +286,51 @@ func TestReadMessageDecodes(t *testing.T) {
 		t.Fatalf("error: %+v", r)
 	}
 }
+
+// countingWriter counts the writes it gets.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestQueueSharesOneWrite queues three messages: nothing is written until
+// Flush, which writes them in one go; an immediate write in between sends
+// the queued ones first, in order.
+func TestQueueSharesOneWrite(t *testing.T) {
+	var w countingWriter
+	s := New(strings.NewReader(""), &w, Options{})
+	for i := 1; i <= 3; i++ {
+		if err := s.Queue(resp(uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.writes != 0 {
+		t.Fatalf("%d writes before Flush", w.writes)
+	}
+	if err := s.Flush(); err != nil || w.writes != 1 || strings.Count(w.String(), "\n") != 3 {
+		t.Fatalf("Flush: %v, %d writes of %q; want one write of three lines", err, w.writes, w.String())
+	}
+	s.Queue(resp(4))
+	s.WriteObject(resp(5))
+	lines := strings.Split(strings.TrimSpace(w.String()), "\n")
+	if len(lines) != 5 || !strings.Contains(lines[3], `"id":4`) || !strings.Contains(lines[4], `"id":5`) {
+		t.Fatalf("want the queued message before the immediate one, got %q", lines)
+	}
+	s.Queue(resp(6))
+	if err := s.CloseWrite(); err != nil || !strings.Contains(w.String(), `"id":6`) {
+		t.Fatalf("CloseWrite must write what is queued: %v %q", err, w.String())
+	}
+	if err := s.Queue(resp(7)); err == nil {
+		t.Fatal("Queue after CloseWrite succeeded")
+	}
+}
+
+func resp(id uint64) *jsonrpc2.Response {
+	result := json.RawMessage(`{}`)
+	return &jsonrpc2.Response{ID: jsonrpc2.ID{Num: id}, Result: &result}
+}
