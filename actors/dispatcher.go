@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"troupe/redact"
 )
 
 // workerPool is the actor.Dispatcher every troupe actor runs on, and the
@@ -74,10 +76,20 @@ func (p *workerPool) close() {
 	p.closeOnce.Do(func() { close(p.quit) })
 }
 
+// newHostDeps makes the dependencies a Host's actors share. The options
+// every actor gets are made here once: each tool call spawns two actors.
+func newHostDeps(secrets *redact.Live) *hostDeps {
+	d := &hostDeps{secrets: secrets, pool: newWorkerPool()}
+	d.propsOpts = []actor.PropsOption{actor.WithReceiverMiddleware(capturePanics), actor.WithDispatcher(d.pool)}
+	return d
+}
+
 // props are the Props of every troupe actor: its producer, run by the
 // Host's worker pool, with panics recorded (capturePanics) before the
 // supervisor sees them.
 func (d *hostDeps) props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
-	opts = append(opts, actor.WithReceiverMiddleware(capturePanics), actor.WithDispatcher(d.pool))
-	return actor.PropsFromProducer(producer, opts...)
+	if len(opts) == 0 {
+		return actor.PropsFromProducer(producer, d.propsOpts...)
+	}
+	return actor.PropsFromProducer(producer, append(opts, d.propsOpts...)...)
 }

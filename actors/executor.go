@@ -15,6 +15,8 @@ import (
 type hostDeps struct {
 	// pool runs every actor's mailbox (see workerPool).
 	pool *workerPool
+	// propsOpts are the options props gives every actor, made once.
+	propsOpts []actor.PropsOption
 	// running counts tool goroutines, so the Host can wait for every one of
 	// them to end before the process exits.
 	running sync.WaitGroup

@@ -72,7 +72,7 @@ func NewHost(o Options) *Host {
 		secrets = &redact.Live{}
 	}
 	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace,
-		exec: &hostDeps{secrets: secrets, pool: newWorkerPool()}, http: o.HTTP.withDefaults()}
+		exec: newHostDeps(secrets), http: o.HTTP.withDefaults()}
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"sync"
@@ -49,18 +48,23 @@ type HTTPSession struct {
 	version atomic.Pointer[protocol.Version] // mirrors the negotiated version
 	posts   atomic.Uint64                    // numbers POST streams ("p1", "p2", …)
 	limits  HTTPOptions
-	ctx     context.Context // done when the session has ended
-	end     context.CancelFunc
 	onEnd   func()
-	once    sync.Once
+
+	// The end of the session, for the HTTP front's waiters. Not a
+	// context: a context keeps the map its AfterFunc registrations used
+	// after they are stopped, a few hundred bytes on every idle session.
+	endMu   sync.Mutex
+	done    chan struct{} // closed when the session has ended
+	waiters map[uint64]func()
+	waiter  uint64
 }
 
 // StartHTTPSession starts a session with the given id (made by the HTTP
 // front, unguessable). owner is kept for the front to compare; onEnd runs
 // once when the session has ended, for whatever reason.
 func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*HTTPSession, error) {
-	s := &HTTPSession{id: id, owner: owner, root: h.system.Root, onEnd: onEnd, limits: h.opts.http}
-	s.ctx, s.end = context.WithCancel(context.Background())
+	s := &HTTPSession{id: id, owner: owner, root: h.system.Root, onEnd: onEnd, limits: h.opts.http,
+		done: make(chan struct{})}
 	res, err := h.system.Root.RequestFuture(h.server, &serveHTTP{handle: s}, 10*time.Second).Result()
 	if err != nil {
 		return nil, fmt.Errorf("start http session: %w", err)
@@ -70,12 +74,66 @@ func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*HTTPSessio
 }
 
 func (s *HTTPSession) ended() {
-	s.once.Do(func() {
-		s.end()
-		if s.onEnd != nil {
-			s.onEnd()
+	s.endMu.Lock()
+	select {
+	case <-s.done:
+		s.endMu.Unlock()
+		return
+	default:
+	}
+	close(s.done)
+	waiters := s.waiters
+	s.waiters = nil
+	s.endMu.Unlock()
+	for _, f := range waiters {
+		go f()
+	}
+	if s.onEnd != nil {
+		s.onEnd()
+	}
+}
+
+// AfterEnd arranges for f to run in its own goroutine when the session
+// ends (at once if it has), like context.AfterFunc, and returns the
+// function that cancels that; it reports whether it stopped f from
+// running.
+func (s *HTTPSession) AfterEnd(f func()) (stop func() bool) {
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	select {
+	case <-s.done:
+		go f()
+		return func() bool { return false }
+	default:
+	}
+	if s.waiters == nil {
+		s.waiters = map[uint64]func(){}
+	}
+	s.waiter++
+	key := s.waiter
+	s.waiters[key] = f
+	return func() bool {
+		s.endMu.Lock()
+		defer s.endMu.Unlock()
+		if _, ok := s.waiters[key]; !ok {
+			return false
 		}
-	})
+		delete(s.waiters, key)
+		if len(s.waiters) == 0 {
+			s.waiters = nil // an idle session keeps no map
+		}
+		return true
+	}
+}
+
+// Ended reports whether the session has ended.
+func (s *HTTPSession) Ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // ID is the session id (the Mcp-Session-Id header).
@@ -93,17 +151,13 @@ func (s *HTTPSession) Version() protocol.Version {
 }
 
 // Done is closed when the session has ended.
-func (s *HTTPSession) Done() <-chan struct{} { return s.ctx.Done() }
-
-// Context is done when the session has ended; context.AfterFunc on it lets
-// a waiter react without a goroutine of its own.
-func (s *HTTPSession) Context() context.Context { return s.ctx }
+func (s *HTTPSession) Done() <-chan struct{} { return s.done }
 
 // Request delivers a request; its response, and with sse the messages
 // related to it, arrive on the returned stream.
 func (s *HTTPSession) Request(req *jsonrpc2.Request, sse bool) *Stream {
 	st := newStream("p"+strconv.FormatUint(s.posts.Add(1), 10), s.limits.StreamEvents, s.limits.StreamBytes)
-	if s.ctx.Err() != nil {
+	if s.Ended() {
 		st.end(false) // the session is gone: no actor will take the request
 		return st
 	}

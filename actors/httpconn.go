@@ -97,6 +97,7 @@ func (c *httpConn) Receive(ctx actor.Context) {
 		ctx.Respond(c.resume(msg.lastEventID))
 	case *streamDelivered:
 		delete(c.byID, msg.id)
+		c.shrink()
 	case *Outbound:
 		c.route(msg)
 	case *Unanswered:
@@ -104,6 +105,7 @@ func (c *httpConn) Receive(ctx actor.Context) {
 			p.stream.end(true)
 			delete(c.posts, msg.ID)
 			delete(c.byID, p.stream.id)
+			c.shrink()
 		}
 	case *Negotiated:
 		c.handle.version.Store(&msg.Version)
@@ -166,12 +168,27 @@ func (c *httpConn) request(ctx actor.Context, msg *httpRequest) {
 		return
 	}
 	if c.posts == nil {
-		c.posts, c.byID = map[jsonrpc2.ID]*postStream{}, map[string]*Stream{}
+		c.posts = map[jsonrpc2.ID]*postStream{}
+	}
+	if c.byID == nil {
+		c.byID = map[string]*Stream{}
 	}
 	c.posts[msg.req.ID] = &postStream{stream: msg.stream, sse: msg.sse}
 	c.byID[msg.stream.id] = msg.stream
 	c.evictEnded()
 	ctx.Send(c.session, &Inbound{Request: msg.req})
+}
+
+// shrink drops the maps that became empty: a Go map keeps its buckets
+// after its entries are deleted, and an idle session should hold no
+// memory for the requests it answered.
+func (c *httpConn) shrink() {
+	if len(c.posts) == 0 {
+		c.posts = nil
+	}
+	if len(c.byID) == 0 {
+		c.byID = nil
+	}
 }
 
 // maxKeptStreams bounds the streams an HTTP session keeps beyond those
@@ -214,6 +231,7 @@ func (c *httpConn) route(out *Outbound) {
 		if p, ok := c.posts[resp.ID]; ok {
 			p.stream.append(data, true, out.Written)
 			delete(c.posts, resp.ID)
+			c.shrink()
 			return
 		}
 		c.log.Debug("response for a request no stream waits for", "id", resp.ID.String())
@@ -244,7 +262,7 @@ func (c *httpConn) openStandalone() *standaloneReply {
 	}
 	c.standalone = c.newStream("g")
 	if c.byID == nil {
-		c.posts, c.byID = map[jsonrpc2.ID]*postStream{}, map[string]*Stream{}
+		c.byID = map[string]*Stream{}
 	}
 	c.byID[c.standalone.id] = c.standalone
 	return &standaloneReply{stream: c.standalone}

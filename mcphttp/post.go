@@ -210,7 +210,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *actors.HTTPS
 // reader must not wait for it.
 func untilSessionEnds(r *http.Request, s *actors.HTTPSession) (*http.Request, func()) {
 	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(s.Context(), cancel) // no goroutine per request
+	stop := s.AfterEnd(cancel) // no goroutine per request
 	return r.WithContext(ctx), func() { stop(); cancel() }
 }
 

@@ -25,7 +25,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 	var err error
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		st, after, err = s.Resume(last)
-		if err != nil && s.Context().Err() != nil {
+		if err != nil && s.Ended() {
 			h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
 			return
 		}
@@ -34,7 +34,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 			return
 		}
 	} else if st, err = s.Standalone(); err != nil {
-		if s.Context().Err() != nil {
+		if s.Ended() {
 			h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
 			return
 		}

@@ -24,6 +24,7 @@ type report struct {
 	Errors      map[string]int64 `json:"errors"`
 	CallsPerSec float64          `json:"calls_per_sec"`
 	Latency     struct {
+		P50 float64 `json:"p50_us"`
 		P99 float64 `json:"p99_us"`
 	} `json:"latency"`
 	StartupMs float64 `json:"startup_ms"`
@@ -173,6 +174,8 @@ func main() {
 		tw.Flush()
 	}
 
+	problems = append(problems, processTable(dir, rounds)...)
+
 	if len(problems) > 0 {
 		fmt.Println("\nProblems:")
 		for _, p := range problems {
@@ -250,4 +253,69 @@ func group(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// processRow is one row of troupe's process table: a figure of one report
+// of DIR/r<round>/process, or the difference of two.
+type processRow struct {
+	name       string
+	file, less string // less: subtract this report's figure (same field)
+	get        func(*report) float64
+}
+
+var processRows = []processRow{
+	{"fork/exec of /bin/true, p50 µs", "forkexec", "", p50},
+	{"command tool /bin/true, profile none, p50 µs", "true_none", "", p50},
+	{"command tool /bin/true, profile default, p50 µs", "true_default", "", p50},
+	{"profile default − fork/exec, p50 µs", "true_default", "forkexec", p50},
+	{"profile default − profile none, p50 µs", "true_default", "true_none", p50},
+	{"cancel to process dead, p50 µs", "cancel", "", p50},
+	{"cancel to process dead, p99 µs", "cancel", "", func(r *report) float64 { return r.Latency.P99 }},
+}
+
+func p50(r *report) float64 { return r.Latency.P50 }
+
+// processTable prints troupe's process costs (bench/run measures them for
+// troupe alone) and returns the problems it met.
+func processTable(dir string, rounds []int) (problems []string) {
+	if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("r%d", rounds[0]), "process")); err != nil {
+		return nil
+	}
+	fmt.Printf("\ntroupe's process costs, one call at a time (per round, and median of the rounds)\n\n")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "metric\t")
+	for _, r := range rounds {
+		fmt.Fprintf(tw, "r%d\t", r)
+	}
+	fmt.Fprintln(tw, "median\t")
+	seen := map[string]bool{}
+	get := func(r int, file string, f func(*report) float64) float64 {
+		path := filepath.Join(dir, fmt.Sprintf("r%d", r), "process", file+".json")
+		rep, err := load(path)
+		if err == nil && rep.OK == 0 {
+			err = fmt.Errorf("no call succeeded %v", rep.Errors)
+		}
+		if err != nil {
+			if !seen[path] {
+				seen[path] = true
+				problems = append(problems, fmt.Sprintf("round %d process %s: %v", r, file, err))
+			}
+			return math.NaN()
+		}
+		return f(rep)
+	}
+	for _, row := range processRows {
+		fmt.Fprintf(tw, "%s\t", row.name)
+		vals := make([]float64, len(rounds))
+		for i, r := range rounds {
+			vals[i] = get(r, row.file, row.get)
+			if row.less != "" {
+				vals[i] -= get(r, row.less, row.get)
+			}
+			fmt.Fprintf(tw, "%s\t", format(vals[i]))
+		}
+		fmt.Fprintf(tw, "%s\t\n", format(median(vals)))
+	}
+	tw.Flush()
+	return problems
 }
