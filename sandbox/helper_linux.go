@@ -271,7 +271,7 @@ func dropCapabilities() error {
 		if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
 			return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
 		}
-		for c := 0; c <= lastCap(); c++ {
+		for c, last := 0, lastCap(); c <= last; c++ {
 			in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
 			if err != nil || in == 0 {
 				continue // unknown to this kernel, or already gone
