@@ -370,3 +370,34 @@ func TestDocsFetchRefusesHostsNotAllowed(t *testing.T) {
 		t.Fatalf("want a permission_denied result saying how to allow the host, got %s", text)
 	}
 }
+
+// TestSandboxedRunUsesTheStandaloneHelper runs a command tool under the
+// default profile with troupe-sandbox beside troupe (as the harness builds
+// them, and as an installation has them): the call works, and the probe
+// chose the standalone helper, not troupe itself.
+func TestSandboxedRunUsesTheStandaloneHelper(t *testing.T) {
+	helper := filepath.Join(filepath.Dir(troupeBinary(t)), "troupe-sandbox")
+	if _, err := os.Stat(helper); err != nil {
+		t.Skipf("no troupe-sandbox beside the binary under test: %v", err)
+	}
+	fx := newFixture(t)
+	cfg := filepath.Join(t.TempDir(), "troupe.toml")
+	if err := os.WriteFile(cfg, []byte(`[mcp.hello]
+command = "/bin/echo"
+args = ["hello from the sandbox"]
+sandbox_profile = "default"
+requires_approval = false
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, fx.dir, "--config", cfg)
+	s.initialize("2025-06-18")
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{}}}`)
+	m := s.recv()
+	if isToolError(m) || !strings.Contains(resultText(t, m), "hello from the sandbox") {
+		t.Fatalf("sandboxed call: %v", m)
+	}
+	if log := s.stderrText(); !strings.Contains(log, "helper="+helper) {
+		t.Fatalf("the probe did not choose %s:\n%s", helper, log)
+	}
+}

@@ -1041,16 +1041,24 @@ func containsLine(out, line string) bool {
 // HelperMain cannot run confined tools, and Check says so instead of every
 // Start failing obscurely.
 func TestHelperNotWired(t *testing.T) {
-	s, err := New(Options{Helper: "/bin/false"})
-	if err != nil {
+	// A helper from another build answers the probe, but with another
+	// protocol: it is not used either.
+	other := filepath.Join(t.TempDir(), "other-helper")
+	if err := os.WriteFile(other, []byte("#!/bin/sh\necho troupe-sandbox/0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ws, _ := workspace(t)
-	err = s.Check(policy(ProfileDefault, ws))
-	if err == nil || !strings.Contains(err.Error(), "HelperMain") {
-		t.Fatalf("Check = %v; want a refusal naming HelperMain (missing: %v)", err, s.Isolation().Missing)
-	}
-	if err := s.Check(policy(ProfileNone, ws)); err != nil {
-		t.Errorf("none needs no helper: %v", err)
+	for _, helper := range []string{"/bin/false", other} {
+		s, err := New(Options{Helper: helper})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, _ := workspace(t)
+		err = s.Check(policy(ProfileDefault, ws))
+		if err == nil || !strings.Contains(err.Error(), "HelperMain") {
+			t.Fatalf("%s: Check = %v; want a refusal naming HelperMain (missing: %v)", helper, err, s.Isolation().Missing)
+		}
+		if err := s.Check(policy(ProfileNone, ws)); err != nil {
+			t.Errorf("%s: none needs no helper: %v", helper, err)
+		}
 	}
 }

@@ -255,25 +255,16 @@ func (s *Stream) acceptBatch(line []byte) {
 
 // WriteObject writes one message as a line. A response that belongs to an
 // open batch is held until the batch is complete.
-func (s *Stream) WriteObject(obj any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if resp, ok := obj.(*jsonrpc2.Response); ok && s.collectLocked(resp.ID, b) {
-		return nil
-	}
-	return s.writeLocked(b)
-}
+func (s *Stream) WriteObject(obj any) error { return s.put(obj, true) }
 
 // Queue is WriteObject for a writer that sends several messages in a row:
 // the line is held until Flush, so the messages share one write. Batch
 // responses are collected as WriteObject collects them, and any immediate
 // write sends what is queued first, so the output keeps the order of the
 // calls.
-func (s *Stream) Queue(obj any) error {
+func (s *Stream) Queue(obj any) error { return s.put(obj, false) }
+
+func (s *Stream) put(obj any, flush bool) error {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return err
@@ -287,6 +278,9 @@ func (s *Stream) Queue(obj any) error {
 		return io.ErrClosedPipe
 	}
 	s.queued = append(append(s.queued, b...), '\n')
+	if flush {
+		return s.flushLocked()
+	}
 	return nil
 }
 
