@@ -121,7 +121,7 @@ func (c *connection) Receive(ctx actor.Context) {
 func (c *connection) start(ctx actor.Context) {
 	c.stream = framing.New(c.in, c.out, framing.Options{MaxLineBytes: c.opts.maxLineBytes, Logger: c.log})
 	var err error
-	c.session, err = ctx.SpawnNamed(c.opts.exec.props(newSession(c.sessionOpts, c.log, c.opts.exec)), sessionName)
+	c.session, err = ctx.SpawnNamed(c.opts.exec.longLivedProps(newSession(c.sessionOpts, c.log, c.opts.exec)), sessionName)
 	if err != nil {
 		panic(fmt.Errorf("spawn session: %w", err)) // a fresh connection has no children: cannot happen
 	}

@@ -81,7 +81,18 @@ func (p *workerPool) close() {
 func newHostDeps(secrets *redact.Live) *hostDeps {
 	d := &hostDeps{secrets: secrets, pool: newWorkerPool()}
 	d.propsOpts = []actor.PropsOption{actor.WithReceiverMiddleware(capturePanics), actor.WithDispatcher(d.pool)}
+	d.idleMailbox = actor.WithMailbox(actor.UnboundedLockfree())
 	return d
+}
+
+// longLivedProps are props for the actors that live as long as a client
+// (connections, HTTP sessions, sessions), which are idle most of the
+// time: their mailbox is a linked queue that holds nothing while empty,
+// where the default one keeps a ring of slots (about 220 bytes an actor)
+// for good. Short-lived, busy actors (invocations, executors) keep the
+// ring, which costs no allocation per message.
+func (d *hostDeps) longLivedProps(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
+	return d.props(producer, append(opts, d.idleMailbox)...)
 }
 
 // props are the Props of every troupe actor: its producer, run by the

@@ -15,8 +15,10 @@ import (
 type hostDeps struct {
 	// pool runs every actor's mailbox (see workerPool).
 	pool *workerPool
-	// propsOpts are the options props gives every actor, made once.
-	propsOpts []actor.PropsOption
+	// propsOpts are the options props gives every actor, made once;
+	// idleMailbox is the mailbox of long-lived actors (longLivedProps).
+	propsOpts   []actor.PropsOption
+	idleMailbox actor.PropsOption
 	// running counts tool goroutines, so the Host can wait for every one of
 	// them to end before the process exits.
 	running sync.WaitGroup

@@ -17,7 +17,7 @@ import (
 // stream of the POST that carried its request, a call's progress and log
 // messages to that same stream (which makes the POST answer with SSE), and
 // anything else to the standalone stream a GET opened. It owns the session's
-// streams, its idle timer and its negotiated-version mirror.
+// streams, the time it was last used and its negotiated-version mirror.
 type httpConn struct {
 	handle      *HTTPSession
 	opts        *hostOptions
@@ -30,7 +30,6 @@ type httpConn struct {
 	standalone *Stream
 	nextStream int
 	lastSeen   time.Time
-	idle       *time.Timer
 	drained    bool
 	stopping   bool // its streams have been ended; new requests get ended streams
 }
@@ -60,7 +59,8 @@ type (
 	// streamDelivered says a POST stream's final event reached the client,
 	// so it need not be kept for resumption.
 	streamDelivered struct{ id string }
-	// idleCheck fires when the session may have been idle long enough.
+	// idleCheck is the server's sweep asking whether the session has been
+	// idle for long enough.
 	idleCheck struct{ quiet }
 )
 
@@ -126,9 +126,6 @@ func (c *httpConn) Receive(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 	case *actor.Stopping:
 		c.stopping = true
-		if c.idle != nil {
-			c.idle.Stop()
-		}
 		for _, s := range c.byID {
 			s.end(false)
 		}
@@ -138,20 +135,18 @@ func (c *httpConn) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		c.log.Debug("http session ended")
 		c.handle.ended()
-		ctx.Send(c.opts.server, &ended{id: ctx.Self().Id})
+		ctx.Send(c.opts.server, &ended{id: ctx.Self().Id, http: true})
 	}
 }
 
 func (c *httpConn) start(ctx actor.Context) {
 	c.log = c.log.With("http_session", c.handle.id[:8])
 	var err error
-	c.session, err = ctx.SpawnNamed(c.opts.exec.props(newSession(c.sessionOpts, c.log, c.opts.exec)), sessionName)
+	c.session, err = ctx.SpawnNamed(c.opts.exec.longLivedProps(newSession(c.sessionOpts, c.log, c.opts.exec)), sessionName)
 	if err != nil {
 		panic(err) // a fresh actor has no children: cannot happen
 	}
 	c.touch()
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	c.idle = time.AfterFunc(c.opts.http.IdleTimeout, func() { root.Send(self, &idleCheck{}) })
 }
 
 func (c *httpConn) touch() { c.lastSeen = time.Now() }
@@ -289,13 +284,7 @@ func (c *httpConn) checkIdle(ctx actor.Context) {
 	if left <= 0 && !c.anyReader() {
 		c.log.Info("http session expired", "idle", c.opts.http.IdleTimeout)
 		ctx.Stop(ctx.Self())
-		return
 	}
-	if left <= 0 {
-		left = c.opts.http.IdleTimeout
-	}
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	c.idle = time.AfterFunc(left, func() { root.Send(self, &idleCheck{}) })
 }
 
 func (c *httpConn) anyReader() bool {

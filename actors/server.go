@@ -3,6 +3,7 @@ package actors
 import (
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -24,8 +25,16 @@ type server struct {
 	log      *slog.Logger
 	guardian *sessionGuardian
 	live     map[string]*actor.PID // connections and HTTP sessions, by PID id
+	httpLive int                   // how many of live are HTTP sessions
+	sweep    *time.Timer           // the next idleSweep, while HTTP sessions live
 	waiters  []*actor.PID          // stopAll requests to answer once live is empty
 }
+
+// idleSweep makes the server ask every HTTP session whether it has been
+// idle for http.IdleTimeout. One timer per server, instead of one per
+// session, which an idle session would otherwise carry: a session expires
+// between IdleTimeout and 1¼ IdleTimeout after its last use.
+type idleSweep struct{ quiet }
 
 // serveStream asks the server to serve one client over a byte stream.
 type serveStream struct {
@@ -49,7 +58,10 @@ type allStopped struct{}
 type registryChanged struct{ registry *tools.Registry }
 
 // ended is sent to the server by a connection or HTTP session as it stops.
-type ended struct{ id string }
+type ended struct {
+	id   string
+	http bool // an HTTP session (the sweep counts them)
+}
 
 // Receive implements actor.Actor.
 func (s *server) Receive(ctx actor.Context) {
@@ -74,6 +86,18 @@ func (s *server) Receive(ctx actor.Context) {
 		ctx.Respond(s.spawn(ctx, "http", func() actor.Actor {
 			return &httpConn{handle: msg.handle, opts: s.opts, sessionOpts: s.session, log: s.log}
 		}))
+		s.httpLive++
+		s.armSweep(ctx)
+	case *idleSweep:
+		s.sweep = nil
+		for _, pid := range s.live {
+			ctx.Send(pid, &idleCheck{})
+		}
+		s.armSweep(ctx)
+	case *actor.Stopping:
+		if s.sweep != nil {
+			s.sweep.Stop()
+		}
 	case *Drain:
 		for _, pid := range s.live {
 			ctx.Send(pid, msg)
@@ -85,6 +109,9 @@ func (s *server) Receive(ctx actor.Context) {
 		s.waiters = append(s.waiters, ctx.Sender())
 		s.answerWaiters(ctx)
 	case *ended:
+		if _, ok := s.live[msg.id]; ok && msg.http {
+			s.httpLive--
+		}
 		delete(s.live, msg.id)
 		s.answerWaiters(ctx)
 	}
@@ -94,10 +121,19 @@ func (s *server) Receive(ctx actor.Context) {
 // reports its end with *ended (cheaper per idle session than Watch, whose
 // watcher set every watched actor would carry).
 func (s *server) spawn(ctx actor.Context, prefix string, producer actor.Producer) *actor.PID {
-	props := s.opts.exec.props(producer, actor.WithGuardian(s.guardian))
+	props := s.opts.exec.longLivedProps(producer, actor.WithGuardian(s.guardian))
 	pid := ctx.ActorSystem().Root.SpawnPrefix(props, prefix)
 	s.live[pid.Id] = pid
 	return pid
+}
+
+// armSweep starts the sweep timer when HTTP sessions live and none runs.
+func (s *server) armSweep(ctx actor.Context) {
+	if s.sweep != nil || s.httpLive == 0 {
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	s.sweep = time.AfterFunc(s.opts.http.IdleTimeout/4, func() { root.Send(self, &idleSweep{}) })
 }
 
 func (s *server) answerWaiters(ctx actor.Context) {

@@ -177,10 +177,19 @@ func newSession(opts *SessionOptions, log *slog.Logger, exec *hostDeps) actor.Pr
 			log:      log.With("session", id),
 			level:    opts.DefaultLogLevel,
 			registry: opts.Registry,
-			limiter:  rate.NewLimiter(opts.LogRate, 2*int(opts.LogRate)),
 			exec:     exec,
 		}
 	}
+}
+
+// logAllowed takes a token from the session's notification rate limiter,
+// made on first use: most sessions never send one, and an idle session
+// should cost as little as possible.
+func (s *session) logAllowed() bool {
+	if s.limiter == nil {
+		s.limiter = rate.NewLimiter(s.opts.LogRate, 2*int(s.opts.LogRate))
+	}
+	return s.limiter.Allow()
 }
 
 func newSessionID() string { return "s-" + newCorrelationID()[2:] }
@@ -652,7 +661,7 @@ func (s *session) notice(n *toolNotice) {
 	}
 	if n.method != "" {
 		params, _ := n.data.(map[string]any)
-		if params == nil || (!n.paced && !s.limiter.Allow()) {
+		if params == nil || (!n.paced && !s.logAllowed()) {
 			return
 		}
 		params["_meta"] = map[string]any{"requestId": n.id}
@@ -660,7 +669,7 @@ func (s *session) notice(n *toolNotice) {
 		return
 	}
 	if n.isLog {
-		if !s.level.Allows(n.level) || (!n.paced && !s.limiter.Allow()) {
+		if !s.level.Allows(n.level) || (!n.paced && !s.logAllowed()) {
 			return
 		}
 		sent = s.notifyWritten(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data}, &n.id, n.written)
