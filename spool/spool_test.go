@@ -118,6 +118,37 @@ func TestStoreEvictsOldestFinished(t *testing.T) {
 	}
 }
 
+// TestEmptyOutputLeavesTheStore closes an output that took no byte and
+// one that did: only the second stays listed and readable, and empty
+// ones do not pile up to push it out (MaxOutputs 2: the kept one and the
+// call being created).
+func TestEmptyOutputLeavesTheStore(t *testing.T) {
+	store := spool.NewStore(t.TempDir(), spool.Limits{MaxOutputs: 2})
+	defer store.Close()
+	kept, _ := store.Create("kept")
+	kept.Stdout.Write([]byte("x"))
+	kept.Close()
+	for _, id := range []string{"e1", "e2", "e3"} {
+		empty, err := store.Create(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		empty.Close()
+		if empty.Stdout.Total() != 0 {
+			t.Fatalf("%s: %d bytes", id, empty.Stdout.Total())
+		}
+	}
+	if got := store.List(); len(got) != 1 {
+		t.Fatalf("listed %v, want only the output with bytes", got)
+	}
+	if _, err := store.Read("troupe://output/kept/stdout"); err != nil {
+		t.Fatalf("the output with bytes was evicted by empty ones: %v", err)
+	}
+	if _, err := store.Read("troupe://output/e1/stdout"); !errors.Is(err, spool.ErrNotFound) {
+		t.Fatalf("empty output still readable: %v", err)
+	}
+}
+
 func TestFileCapCountsButStops(t *testing.T) {
 	store := spool.NewStore(t.TempDir(), spool.Limits{MaxFileBytes: 10, InlineBytes: 2})
 	defer store.Close()

@@ -197,16 +197,30 @@ func (s *Store) evict() {
 }
 
 // Close ends the output: its streams take no more bytes and their files
-// stay readable until the store drops them.
+// stay readable until the store drops them. An output that took no byte
+// leaves the store at once: there is nothing to read, and most calls
+// (in-process tools) write nothing, so keeping them would only fill the
+// store with empty entries for eviction to scan.
 func (o *Output) Close() {
 	o.Stdout.close()
 	o.Stderr.close()
-	if o.store != nil {
-		o.store.mu.Lock()
+	if o.store == nil {
 		o.closed = true
-		o.store.mu.Unlock()
-	} else {
-		o.closed = true
+		return
+	}
+	empty := o.Stdout.Total() == 0 && o.Stderr.Total() == 0
+	s := o.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.closed = true
+	if empty && s.outputs[o.ID] == o {
+		delete(s.outputs, o.ID)
+		for i := len(s.order) - 1; i >= 0; i-- { // usually the newest
+			if s.order[i] == o.ID {
+				s.order = append(s.order[:i], s.order[i+1:]...)
+				break
+			}
+		}
 	}
 }
 
