@@ -55,8 +55,14 @@ type HTTPSession struct {
 	// after they are stopped, a few hundred bytes on every idle session.
 	endMu   sync.Mutex
 	done    chan struct{} // closed when the session has ended
-	waiters map[uint64]func()
+	waiters []endWaiter   // a slice: a session has few requests waiting at once
 	waiter  uint64
+}
+
+// endWaiter is one AfterEnd registration.
+type endWaiter struct {
+	key uint64
+	f   func()
 }
 
 // StartHTTPSession starts a session with the given id (made by the HTTP
@@ -85,8 +91,8 @@ func (s *HTTPSession) ended() {
 	waiters := s.waiters
 	s.waiters = nil
 	s.endMu.Unlock()
-	for _, f := range waiters {
-		go f()
+	for _, w := range waiters {
+		go w.f()
 	}
 	if s.onEnd != nil {
 		s.onEnd()
@@ -106,23 +112,22 @@ func (s *HTTPSession) AfterEnd(f func()) (stop func() bool) {
 		return func() bool { return false }
 	default:
 	}
-	if s.waiters == nil {
-		s.waiters = map[uint64]func(){}
-	}
 	s.waiter++
 	key := s.waiter
-	s.waiters[key] = f
+	s.waiters = append(s.waiters, endWaiter{key: key, f: f})
 	return func() bool {
 		s.endMu.Lock()
 		defer s.endMu.Unlock()
-		if _, ok := s.waiters[key]; !ok {
-			return false
+		for i, w := range s.waiters {
+			if w.key == key {
+				last := len(s.waiters) - 1
+				s.waiters[i] = s.waiters[last]
+				s.waiters[last] = endWaiter{} // drop the func
+				s.waiters = s.waiters[:last]
+				return true
+			}
 		}
-		delete(s.waiters, key)
-		if len(s.waiters) == 0 {
-			s.waiters = nil // an idle session keeps no map
-		}
-		return true
+		return false
 	}
 }
 
