@@ -33,7 +33,7 @@ type auditor struct {
 const auditFlushDelay = 5 * time.Millisecond
 
 // flushAudit tells the auditor to write what it holds.
-type flushAudit struct{}
+type flushAudit struct{ quiet }
 
 // maxAuditBatch bounds one write, so a burst is not held in memory for long.
 const maxAuditBatch = 512
