@@ -101,14 +101,22 @@ func troupeBinary(t *testing.T) string {
 	}
 	bin := filepath.Join(binDir, "troupe")
 	buildOnce.Do(func() {
-		// troupe-sandbox beside troupe: the standalone sandbox helper
-		// troupe prefers, as an installation has it.
-		args := []string{"build", "-o", binDir + string(filepath.Separator)}
+		args := []string{"build", "-o", bin}
 		if raceEnabled() {
 			args = append(args, "-race")
 		}
-		cmd := exec.Command("go", append(args, "./cmd/troupe", "./cmd/troupe-sandbox")...)
+		cmd := exec.Command("go", append(args, "./cmd/troupe")...)
 		cmd.Dir = moduleRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
+			return
+		}
+		// troupe-sandbox beside troupe, built as README says (static: no
+		// cgo): the standalone sandbox helper troupe prefers, as an
+		// installation has it.
+		cmd = exec.Command("go", "build", "-o", filepath.Join(binDir, "troupe-sandbox"), "./cmd/troupe-sandbox")
+		cmd.Dir = moduleRoot
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go %s: %v\n%s", strings.Join(cmd.Args[1:], " "), err, out)
 		}

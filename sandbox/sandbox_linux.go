@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -202,7 +203,26 @@ func (s *Sandbox) defaultHelper() string {
 		s.log.Warn("sandbox: the standalone helper beside the server does not work; using the server binary", "helper", beside, "err", err)
 		return selfExe
 	}
+	if dynamicallyLinked(beside) {
+		s.log.Info("sandbox: the helper is dynamically linked; built with CGO_ENABLED=0 it would start every sandboxed program about 3 ms sooner", "helper", beside)
+	}
 	return beside
+}
+
+// dynamicallyLinked reports whether the ELF executable at path asks for a
+// program interpreter (the dynamic loader).
+func dynamicallyLinked(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return true
+		}
+	}
+	return false
 }
 
 // probeTimeout bounds one probe run; a helper that does not return at

@@ -1062,3 +1062,19 @@ func TestHelperNotWired(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicallyLinked tells a dynamically linked program (the system's
+// shell) from files that are not (a script); the hint troupe logs about
+// troupe-sandbox rests on it.
+func TestDynamicallyLinked(t *testing.T) {
+	if !dynamicallyLinked("/bin/sh") {
+		t.Skip("/bin/sh is not dynamically linked here")
+	}
+	script := filepath.Join(t.TempDir(), "script")
+	os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755)
+	for _, p := range []string{script, "/no/such/file"} {
+		if dynamicallyLinked(p) {
+			t.Errorf("%s: reported dynamically linked", p)
+		}
+	}
+}

@@ -6,9 +6,12 @@
 // troupe works without it, re-executing its own binary as the helper, but
 // this program links only package sandbox and so starts several times
 // faster, which is most of the cost a sandbox adds to a short command.
-// Install it beside troupe:
+// Install it beside troupe, without cgo (a static binary skips the dynamic
+// loader, about 3 ms of every sandboxed start; the only cgo it would link
+// is libcap's psx, which has a pure-Go form):
 //
-//	go install ./cmd/troupe ./cmd/troupe-sandbox
+//	go install ./cmd/troupe
+//	CGO_ENABLED=0 go install ./cmd/troupe-sandbox
 //
 // troupe uses it only if it answers the probe with the same
 // sandbox.HelperProtocol, that is, if it comes from a matching build.
