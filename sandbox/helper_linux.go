@@ -84,7 +84,9 @@ func HelperMain(args []string) int {
 	args = args[1:]
 	if len(args) == 1 && args[0] == "probe" {
 		// New starts the helper like this, inside the namespaces it wants
-		// to know about: getting here means they can be made.
+		// to know about: getting here means they can be made. This is the
+		// helper's own process, whose stdout is the prober's pipe, never
+		// the server's protocol stream.
 		fmt.Println(HelperProtocol)
 		return 0
 	}

@@ -85,6 +85,24 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// resolve returns the driver opts names ("" and "auto" mean builtin) and
+// its logger (nil discards): what New checks on every platform.
+func (o Options) resolve() (driver string, log *slog.Logger, err error) {
+	switch o.Driver {
+	case "", DriverAuto:
+		driver = DriverBuiltin
+	case DriverBuiltin, DriverBwrap:
+		driver = o.Driver
+	default:
+		return "", nil, fmt.Errorf("unknown sandbox driver %q (want %q, %q or %q)", o.Driver, DriverAuto, DriverBuiltin, DriverBwrap)
+	}
+	log = o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return driver, log, nil
+}
+
 // Driver names.
 const (
 	DriverAuto    = "auto"

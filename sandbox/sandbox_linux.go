@@ -64,23 +64,15 @@ type Sandbox struct {
 // wait for it. A server can read its configuration and answer a client's
 // initialize meanwhile.
 func New(opts Options) (*Sandbox, error) {
-	driver := opts.Driver
-	switch driver {
-	case "", DriverAuto:
-		driver = DriverBuiltin
-	case DriverBuiltin, DriverBwrap:
-	default:
-		return nil, fmt.Errorf("unknown sandbox driver %q (want %q, %q or %q)", opts.Driver, DriverAuto, DriverBuiltin, DriverBwrap)
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	driver, log, err := opts.resolve()
+	if err != nil {
+		return nil, err
 	}
 	tempDir := opts.TempDir
 	if tempDir == "" {
 		tempDir = os.TempDir()
 	}
-	tempDir, err := filepath.Abs(tempDir)
+	tempDir, err = filepath.Abs(tempDir)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox temp dir: %w", err)
 	}

@@ -21,17 +21,9 @@ type Sandbox struct {
 
 // New validates opts; there is nothing to probe outside Linux.
 func New(opts Options) (*Sandbox, error) {
-	driver := opts.Driver
-	switch driver {
-	case "", DriverAuto:
-		driver = DriverBuiltin
-	case DriverBuiltin, DriverBwrap:
-	default:
-		return nil, fmt.Errorf("unknown sandbox driver %q (want %q, %q or %q)", opts.Driver, DriverAuto, DriverBuiltin, DriverBwrap)
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	driver, log, err := opts.resolve()
+	if err != nil {
+		return nil, err
 	}
 	return &Sandbox{log: log, iso: Isolation{Driver: driver, OS: runtime.GOOS, Root: os.Getuid() == 0}}, nil
 }

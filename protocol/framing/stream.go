@@ -274,13 +274,13 @@ func (s *Stream) put(obj any, flush bool) error {
 	if resp, ok := obj.(*jsonrpc2.Response); ok && s.collectLocked(resp.ID, b) {
 		return nil
 	}
+	if flush {
+		return s.writeLocked(b)
+	}
 	if s.wclosed {
 		return io.ErrClosedPipe
 	}
 	s.queued = append(append(s.queued, b...), '\n')
-	if flush {
-		return s.flushLocked()
-	}
 	return nil
 }
 
