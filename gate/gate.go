@@ -12,6 +12,7 @@
 package gate
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -99,15 +100,16 @@ func Hash(c Call) string {
 // some clients (Codex) render no numbers, and the choices are: this call
 // once, this tool for the rest of the session, or deny.
 func Form(c Call, v protocol.Version, hash string) *protocol.ElicitRequestParams {
+	name := Printable(c.Spec.Name)
 	choices := []struct{ value, title string }{
 		{"once", "Allow this call once"},
-		{"session", "Allow " + c.Spec.Name + " for the rest of this session"},
+		{"session", "Allow " + name + " for the rest of this session"},
 		{"deny", "Deny"},
 	}
 	field := map[string]any{
 		"type":        "string",
 		"title":       "Decision",
-		"description": "Whether troupe may run " + c.Spec.Name + " as described.",
+		"description": "Whether troupe may run " + name + " as described.",
 		"default":     "once",
 	}
 	if v.HasElicitationModes() {
@@ -128,7 +130,8 @@ func Form(c Call, v protocol.Version, hash string) *protocol.ElicitRequestParams
 		RequestedSchema: protocol.ElicitSchema{Type: "object",
 			Properties: map[string]any{"decision": field}, Required: []string{"decision"}},
 		// Codex reads persist to offer "remember"; troupe never remembers
-		// beyond the session.
+		// beyond the session. The tool's name here is data for the client,
+		// exact, not text for the person.
 		Meta: map[string]any{"persist": []string{"session"},
 			protocol.MetaPrefix + "approval": map[string]any{"tool": c.Spec.Name, "hash": hash}},
 	}
@@ -140,30 +143,32 @@ func Form(c Call, v protocol.Version, hash string) *protocol.ElicitRequestParams
 
 // Message is the prompt's text: what will run, where, with what, and how
 // it is isolated. Secret values and secret-named arguments are masked.
+// Every text taken from the call is shown through Printable (the command
+// and the arguments as quoted strings), so nothing in it can hide,
+// reorder or add a line.
 func Message(c Call, hash string) string {
 	var b strings.Builder
 	s := c.Spec
-	fmt.Fprintf(&b, "troupe asks before running the tool %s", s.Name)
+	fmt.Fprintf(&b, "troupe asks before running the tool %s", Printable(s.Name))
 	if s.Safety.HighRisk {
 		b.WriteString(" (high risk)")
 	}
 	b.WriteString(".\n")
 	if d := firstLine(s.Description); d != "" {
-		fmt.Fprintf(&b, "What it does: %s\n", d)
+		fmt.Fprintf(&b, "What it does: %s\n", Printable(d))
 	}
 	if c.Preview != nil {
 		if len(c.Preview.Command) > 0 {
-			cmd, _ := json.Marshal(c.Preview.Command)
-			fmt.Fprintf(&b, "Command: %s\n", mask(c.Secrets, string(cmd)))
+			fmt.Fprintf(&b, "Command: %s\n", shownJSON(c.Preview.Command, masker(c.Secrets)))
 		}
-		fmt.Fprintf(&b, "Working directory: %s (in the workspace)\n", c.Preview.Cwd)
+		fmt.Fprintf(&b, "Working directory: %s (in the workspace)\n", Printable(c.Preview.Cwd))
 		if keys := envKeys(c.Preview.Env); keys != "" {
 			fmt.Fprintf(&b, "Environment it sets: %s\n", keys)
 		}
 	}
 	effects := "none declared"
 	if len(s.Safety.SideEffects) > 0 {
-		effects = strings.Join(s.Safety.SideEffects, ", ")
+		effects = Printable(strings.Join(s.Safety.SideEffects, ", "))
 	}
 	fmt.Fprintf(&b, "Side effects: %s\n", effects)
 	switch profile := s.Safety.SandboxProfile; profile {
@@ -176,7 +181,7 @@ func Message(c Call, hash string) string {
 		if s.Safety.AllowNetwork {
 			net = "network allowed"
 		}
-		fmt.Fprintf(&b, "Sandbox: %s (writes only to the workspace and a private temp dir; %s)\n", profile, net)
+		fmt.Fprintf(&b, "Sandbox: %s (writes only to the workspace and a private temp dir; %s)\n", Printable(profile), net)
 	}
 	fmt.Fprintf(&b, "Arguments: %s\n", shownArguments(c))
 	fmt.Fprintf(&b, "Call hash: %s", hash[:16])
@@ -187,11 +192,12 @@ func Message(c Call, hash string) string {
 // known secret values masked, cut to maxShownArguments.
 func shownArguments(c Call) string {
 	var v any
-	if json.Unmarshal(c.Arguments, &v) != nil || v == nil {
+	dec := json.NewDecoder(bytes.NewReader(c.Arguments))
+	dec.UseNumber()
+	if !json.Valid(c.Arguments) || dec.Decode(&v) != nil || v == nil {
 		return "{}"
 	}
-	b, _ := json.Marshal(maskSecretMembers(v))
-	text := mask(c.Secrets, string(b))
+	text := shownJSON(maskSecretMembers(v), masker(c.Secrets))
 	if len(text) > maxShownArguments {
 		text = text[:tools.UTF8Cut([]byte(text), maxShownArguments)] + fmt.Sprintf(" … (%d bytes in all)", len(text))
 	}
@@ -218,11 +224,12 @@ func maskSecretMembers(v any) any {
 	return v
 }
 
-func mask(r *redact.Redactor, s string) string {
+// masker masks r's secret values in one string (identity for nil r).
+func masker(r *redact.Redactor) func(string) string {
 	if r == nil {
-		return s
+		return func(s string) string { return s }
 	}
-	return r.Replace(s)
+	return r.Replace
 }
 
 // envKeys lists variable names, marking secret ones; values are never
@@ -230,10 +237,11 @@ func mask(r *redact.Redactor, s string) string {
 func envKeys(env map[string]string) string {
 	keys := make([]string, 0, len(env))
 	for k := range env {
+		shown := Printable(k)
 		if redact.IsSecretKey(k) {
-			k += " (secret, value hidden)"
+			shown += " (secret, value hidden)"
 		}
-		keys = append(keys, k)
+		keys = append(keys, shown)
 	}
 	sort.Strings(keys)
 	return strings.Join(keys, ", ")

@@ -20,9 +20,10 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"troupe/actors"
+	"troupe/mcphttp/origin"
 )
 
 // Options configure a Handler. Zero values mean the documented defaults.
@@ -41,9 +43,13 @@ type Options struct {
 	// on the MCP endpoint. A session stays bound to the token that made it.
 	BearerToken string
 	// AllowedOrigins lists the Origin values browsers may send (scheme,
-	// host and port, e.g. "https://app.example"). Empty means loopback
-	// origins only (http or https, localhost, 127.0.0.1 or [::1], any port).
-	// Requests without Origin (non-browser clients) are not affected.
+	// host and port, e.g. "https://app.example"; "null" allows pages with
+	// an opaque origin). An Origin matches when it parses as an origin
+	// (package origin) and equals an entry after normalising the case of
+	// scheme and host and default ports; entries that are not origins match
+	// nothing. Empty means loopback origins only (http or https, localhost,
+	// 127.0.0.0/8 or [::1], any port). Requests without Origin (non-browser
+	// clients) are not affected.
 	AllowedOrigins []string
 	// CheckHost refuses Host headers other than loopback names: the
 	// defence against DNS rebinding when listening on loopback.
@@ -86,10 +92,11 @@ func (o Options) withDefaults() Options {
 
 // Handler serves the MCP endpoint and /healthz.
 type Handler struct {
-	host  *actors.Host
-	opts  Options
-	log   *slog.Logger
-	token atomic.Pointer[[32]byte] // sha256 of the bearer token (nil: no auth); compared in constant time
+	host    *actors.Host
+	opts    Options
+	log     *slog.Logger
+	origins map[string]bool          // AllowedOrigins, normalised (origin.Origin.String)
+	token   atomic.Pointer[[32]byte] // sha256 of the bearer token (nil: no auth); compared in constant time
 
 	mu       sync.Mutex
 	sessions map[string]*actors.HTTPSession
@@ -99,7 +106,16 @@ type Handler struct {
 // New returns a Handler serving sessions on host.
 func New(host *actors.Host, opts Options) *Handler {
 	opts = opts.withDefaults()
-	h := &Handler{host: host, opts: opts, log: opts.Logger, sessions: map[string]*actors.HTTPSession{}}
+	h := &Handler{host: host, opts: opts, log: opts.Logger, sessions: map[string]*actors.HTTPSession{},
+		origins: map[string]bool{}}
+	for _, s := range opts.AllowedOrigins {
+		o, err := origin.Parse(s)
+		if err != nil {
+			h.log.Warn("ignoring an allowed origin that is not an origin", "origin", s, "err", err)
+			continue
+		}
+		h.origins[o.String()] = true
+	}
 	h.SetBearerToken(opts.BearerToken)
 	return h
 }
@@ -148,9 +164,11 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusForbidden, "Host header is not a loopback name (DNS rebinding protection)")
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !h.originAllowed(origin) {
-		h.refuse(w, http.StatusForbidden, "Origin "+strconv.Quote(origin)+" is not allowed")
-		return
+	if o := r.Header.Get("Origin"); o != "" {
+		if err := h.checkOrigin(o); err != nil {
+			h.refuse(w, http.StatusForbidden, "Origin "+strconv.Quote(o)+" "+err.Error())
+			return
+		}
 	}
 	owner, ok := h.authenticate(w, r)
 	if !ok {
@@ -287,35 +305,30 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// originAllowed applies the allow-list (default: loopback origins).
-func (h *Handler) originAllowed(origin string) bool {
+// checkOrigin applies the allow-list (default: loopback origins) to an
+// Origin header; the error completes "Origin <value> ...".
+func (h *Handler) checkOrigin(value string) error {
+	o, err := origin.Parse(value)
+	if err != nil {
+		return fmt.Errorf("is not an origin: %w", err)
+	}
 	if len(h.opts.AllowedOrigins) > 0 {
-		for _, o := range h.opts.AllowedOrigins {
-			if strings.EqualFold(o, origin) {
-				return true
-			}
+		if !h.origins[o.String()] {
+			return errors.New("is not in http.allowed_origins")
 		}
-		return false
+		return nil
 	}
-	scheme, rest, ok := strings.Cut(origin, "://")
-	if !ok || (scheme != "http" && scheme != "https") {
-		return false
+	if !o.Loopback() {
+		return errors.New("is not allowed: only loopback origins are, unless http.allowed_origins lists others")
 	}
-	return loopbackHost(rest)
+	return nil
 }
 
-// loopbackHost reports whether a host[:port] names this machine's loopback.
+// loopbackHost reports whether a Host header (host [":" port]) names this
+// machine's loopback.
 func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	host, _, err := origin.SplitHostPort(hostport)
+	return err == nil && origin.LoopbackHost(host)
 }
 
 // accepts reads an Accept header: whether JSON and SSE answers are

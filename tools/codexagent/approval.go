@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"troupe/gate"
 	"troupe/protocol"
 )
 
@@ -93,17 +94,19 @@ func approvalMessage(method string, p map[string]any) string {
 	if method == "item/fileChange/requestApproval" {
 		b.WriteString("Codex asks to change files")
 		if root := str("grantRoot"); root != "" {
-			fmt.Fprintf(&b, " (and to write under %s for the rest of the conversation)", root)
+			fmt.Fprintf(&b, " (and to write under %s for the rest of the conversation)", gate.Printable(root))
 		}
 		b.WriteString(".\n")
 	} else {
-		fmt.Fprintf(&b, "Codex asks to run a command:\n%s\n", str("command"))
+		// Each field escaped as troupe's own prompts are: a bidi or
+		// zero-width character cannot disguise the command.
+		fmt.Fprintf(&b, "Codex asks to run a command:\n%s\n", gate.Printable(str("command")))
 		if cwd := str("cwd"); cwd != "" {
-			fmt.Fprintf(&b, "Working directory: %s\n", cwd)
+			fmt.Fprintf(&b, "Working directory: %s\n", gate.Printable(cwd))
 		}
 	}
 	if r := str("reason"); r != "" {
-		fmt.Fprintf(&b, "Reason: %s\n", r)
+		fmt.Fprintf(&b, "Reason: %s\n", gate.Printable(r))
 	}
 	return strings.TrimSpace(b.String())
 }
