@@ -12,6 +12,7 @@ import (
 	"troupe/audit"
 	"troupe/protocol/framing"
 	"troupe/redact"
+	"troupe/spool"
 	"troupe/tools"
 )
 
@@ -38,6 +39,11 @@ type Options struct {
 	// Secrets are the server's secret values, masked in approval prompts;
 	// nil masks nothing but secret-named arguments.
 	Secrets *redact.Live
+	// MaxTotalSpoolBytes bounds the spool files of all the Host's sessions
+	// together (default spool.DefaultMaxTotalBytes); Session.Spool bounds
+	// each stream and each session. It makes the budget the sessions'
+	// stores share, unless Session.Spool.Shared already names one.
+	MaxTotalSpoolBytes int64
 }
 
 // Host runs troupe's actor system and serves clients on it.
@@ -70,6 +76,9 @@ func NewHost(o Options) *Host {
 	secrets := o.Secrets
 	if secrets == nil {
 		secrets = &redact.Live{}
+	}
+	if o.Session.Spool.Shared == nil {
+		o.Session.Spool.Shared = spool.NewBudget(o.MaxTotalSpoolBytes)
 	}
 	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace,
 		exec: newHostDeps(secrets), http: o.HTTP.withDefaults()}

@@ -313,8 +313,7 @@ func links(out *spool.Output) []protocol.Content {
 	for _, c := range []*spool.Capture{out.Stdout, out.Stderr} {
 		if uri := c.URI(); uri != "" && c.Truncated() {
 			cs = append(cs, protocol.ResourceLinkContent(uri, out.ID+"-"+c.Name(),
-				fmt.Sprintf("The whole %s of the call (%d bytes); read it with resources/read, in ranges with ?offset=N&length=M.",
-					c.Name(), c.Total()), "text/plain", c.Spooled()))
+				c.Describe()+"; read it with resources/read, in ranges with ?offset=N&length=M.", "text/plain", c.Spooled()))
 		}
 	}
 	return cs

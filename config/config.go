@@ -179,6 +179,10 @@ type Output struct {
 	InlineBytes int `koanf:"inline_bytes"`
 	// MaxSpoolBytes caps one stream's spool file.
 	MaxSpoolBytes int64 `koanf:"max_spool_bytes"`
+	// MaxSessionSpoolBytes caps the spool files of one session together.
+	MaxSessionSpoolBytes int64 `koanf:"max_session_spool_bytes"`
+	// MaxTotalSpoolBytes caps the spool files of all sessions together.
+	MaxTotalSpoolBytes int64 `koanf:"max_total_spool_bytes"`
 	// MaxOutputsPerSession is how many calls' outputs a session keeps.
 	MaxOutputsPerSession int `koanf:"max_outputs_per_session"`
 }

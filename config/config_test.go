@@ -127,6 +127,8 @@ func TestInvalidConfigIsRefusedWithSourceAndKey(t *testing.T) {
 		{"not a duration", "", nil, []string{"limits.call_timeout=soon"}, []string{"-c", "call_timeout"}},
 		{"malformed -c", "", nil, []string{"no-equals-sign"}, []string{"key=value"}},
 		{"log format", "", nil, []string{"logging.format=xml"}, []string{"logging.format"}},
+		{"session spool cap", "", nil, []string{"output.max_session_spool_bytes=-1"}, []string{"-c", "output.max_session_spool_bytes"}},
+		{"server spool cap", "[output]\nmax_total_spool_bytes = -1\n", nil, nil, []string{"config file", "output.max_total_spool_bytes"}},
 		{"http path", "[http]\npath = \"mcp\"\n", nil, nil, []string{"config file", "http.path"}},
 		{"origin", "[http]\nallowed_origins = [\"evil\"]\n", nil, nil, []string{"http.allowed_origins"}},
 		{"glob", "[tools]\ndeny = [\"[\"]\n", nil, nil, []string{"tools.deny"}},

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"troupe/mcphttp/origin"
 )
 
 // validate checks values the types cannot express. Every error names its
@@ -95,9 +97,8 @@ func (c *Config) validateHTTP() error {
 		}
 	}
 	for _, o := range h.AllowedOrigins {
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
-			return errKey(p("http", "allowed_origins"), "http.allowed_origins: %q is not an origin like https://host[:port]", o)
+		if _, err := origin.Parse(o); err != nil { // the parser the HTTP front matches with
+			return errKey(p("http", "allowed_origins"), "http.allowed_origins: %q is not an origin like https://host[:port] or null: %v", o, err)
 		}
 	}
 	return nil
@@ -129,6 +130,10 @@ func (c *Config) validateExecution() error {
 		return errKey(p("output", "inline_bytes"), "output.inline_bytes must be at least 1024, got %d", c.Output.InlineBytes)
 	case c.Output.MaxSpoolBytes < 0:
 		return errKey(p("output", "max_spool_bytes"), "output.max_spool_bytes must not be negative")
+	case c.Output.MaxSessionSpoolBytes < 0:
+		return errKey(p("output", "max_session_spool_bytes"), "output.max_session_spool_bytes must not be negative")
+	case c.Output.MaxTotalSpoolBytes < 0:
+		return errKey(p("output", "max_total_spool_bytes"), "output.max_total_spool_bytes must not be negative")
 	case c.Output.MaxOutputsPerSession < 1:
 		return errKey(p("output", "max_outputs_per_session"), "output.max_outputs_per_session must be at least 1")
 	case c.Shell.Timeout <= 0:

@@ -14,9 +14,15 @@ import (
 // and renaming it over the old one (or by moving the old one away first)
 // replace the inode a file watch would follow. koanf's own watcher stops
 // for good on such a save; this one does not.
+//
+// Nothing a tool run can write may reach a reload: serve refuses to start
+// with a config file where runs write (CheckOwnFiles), and the watcher
+// checks again, as a second line, before it watches and before it applies
+// each reload (a file swapped for a symlink into the workspace later).
 type Watcher struct {
 	opts     Options
 	file     string
+	writable RunWritable
 	debounce time.Duration
 	apply    func(*Config)
 	fail     func(error)
@@ -25,17 +31,18 @@ type Watcher struct {
 
 // NewWatcher prepares to reload with opts (the same options the first Load
 // used) whenever cfg.File changes or Reload is called. apply gets each new
-// configuration that loads and validates; fail gets the error of one that
+// configuration that loads and validates and whose file no run could have
+// written (writable: where runs write); fail gets the error of one that
 // does not (the last good one stays in force). debounce merges the bursts
 // of events one save makes (0: 200 ms).
-func NewWatcher(cfg *Config, opts Options, debounce time.Duration, apply func(*Config), fail func(error)) *Watcher {
+func NewWatcher(cfg *Config, opts Options, writable RunWritable, debounce time.Duration, apply func(*Config), fail func(error)) *Watcher {
 	if debounce <= 0 {
 		debounce = 200 * time.Millisecond
 	}
 	if cfg.File != "" {
 		opts.File = cfg.File // keep reading the file that was found at start
 	}
-	return &Watcher{opts: opts, file: cfg.File, debounce: debounce, apply: apply, fail: fail,
+	return &Watcher{opts: opts, file: cfg.File, writable: writable, debounce: debounce, apply: apply, fail: fail,
 		reload: make(chan struct{}, 1)}
 }
 
@@ -48,10 +55,15 @@ func (w *Watcher) Reload() {
 }
 
 // Run watches until ctx ends. Without a config file it only serves Reload.
+// It refuses (returns an error at once) to watch a config file a run could
+// write.
 func (w *Watcher) Run(ctx context.Context) error {
 	var events chan fsnotify.Event
 	var errs chan error
 	if w.file != "" {
+		if err := w.writable.checkConfigFile(w.file); err != nil {
+			return fmt.Errorf("not watching the config file: %w", err)
+		}
 		fw, err := fsnotify.NewWatcher()
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", w.file, err)
@@ -83,6 +95,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if err != nil {
 				w.fail(err) // e.g. the file is half-written or gone for a moment: the next event retries
 				continue
+			}
+			if cfg.File != "" {
+				if err := w.writable.checkConfigFile(cfg.File); err != nil {
+					w.fail(fmt.Errorf("not reloading: %w", err))
+					continue
+				}
 			}
 			w.apply(cfg)
 		}

@@ -28,7 +28,7 @@ func TestWatcherFollowsEverySaveStyle(t *testing.T) {
 		t.Fatal(err)
 	}
 	applied, failed := make(chan string, 8), make(chan error, 8)
-	w := NewWatcher(cfg, opts, 50*time.Millisecond,
+	w := NewWatcher(cfg, opts, RunWritable{Workspace: t.TempDir()}, 50*time.Millisecond,
 		func(c *Config) { applied <- c.Server.Name }, func(err error) { failed <- err })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -24,14 +24,15 @@ type Capture struct {
 	pos      int    // where the next tail byte goes in ring
 	wrapped  bool   // ring has been filled at least once
 	total    int64
-	file     *os.File // opened on the first byte: a call that writes nothing costs no file
+	file     *os.File // opened on the first byte kept: a call that writes nothing costs no file
 	path     string   // the file's name in its store ("" when not spooling)
 	full     string   // the file's path, once made
-	openFile func(name string) (*os.File, error)
-	stored   int64 // bytes in the file
-	fileMax  int64
-	fileErr  error // the first write error; the capture goes on counting
+	store    *Store   // makes the file and holds the budgets; nil when not spooling
+	stored   int64    // bytes in the file, all of them taken from the store's budgets
+	cut      Cap      // the cap that stopped the file short; then nothing more is kept
+	fileErr  error    // the first write error; the capture goes on counting
 	closed   bool
+	dropped  bool // the file is gone and its bytes were given back
 	onClosed func()
 }
 
@@ -44,7 +45,8 @@ func (c *Capture) Name() string { return c.name }
 
 // Write keeps p (head, tail, file). It never fails and never blocks on
 // anything but the local disk, so a program's pipe is read at full speed;
-// a full disk or the file cap stops the spooling, not the counting.
+// a full disk or a cap (stream, session, server) stops the spooling, not
+// the counting.
 func (c *Capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -53,26 +55,49 @@ func (c *Capture) Write(p []byte) (int, error) {
 		return n, nil
 	}
 	c.total += int64(n)
-	if c.file == nil && c.path != "" && c.fileErr == nil && n > 0 {
-		if c.file, c.fileErr = c.openFile(c.path); c.fileErr == nil {
-			c.full = c.file.Name()
-		}
-	}
-	if c.file != nil && c.fileErr == nil {
-		k := int64(len(p))
-		if room := c.fileMax - c.stored; k > room {
-			k = max(room, 0)
-		}
-		if k > 0 {
-			w, err := c.file.Write(p[:k])
-			c.stored += int64(w)
-			if err != nil {
-				c.fileErr = err
-			}
-		}
-	}
+	c.spool(p)
 	c.keep(p)
 	return n, nil
+}
+
+// spool appends to the file what the caps allow of p: the stream's own
+// room, then bytes reserved from the session's and the server's budgets
+// before they are written. The first byte a cap refuses ends the file, so
+// it always holds a prefix of the stream (bytes freed later elsewhere do
+// not resume it).
+func (c *Capture) spool(p []byte) {
+	if c.store == nil || c.cut != CapNone || c.fileErr != nil || len(p) == 0 {
+		return
+	}
+	k := int64(len(p))
+	if room := c.store.limits.MaxFileBytes - c.stored; k > room {
+		k, c.cut = max(room, 0), CapStream
+	}
+	if k > 0 {
+		if got, cut := c.store.reserve(k); got < k {
+			k, c.cut = got, cut // the narrower cap is the one to raise
+		}
+	}
+	if k == 0 {
+		return
+	}
+	if c.file == nil {
+		f, err := c.store.openFile(c.path)
+		if err != nil {
+			c.fileErr = err
+			c.store.release(k)
+			return
+		}
+		c.file, c.full = f, f.Name()
+	}
+	w, err := c.file.Write(p[:k])
+	c.stored += int64(w)
+	if int64(w) < k {
+		c.store.release(k - int64(w))
+	}
+	if err != nil {
+		c.fileErr = err
+	}
 }
 
 // keep updates the in-memory head and tail.
@@ -108,6 +133,10 @@ func (c *Capture) keep(p []byte) {
 func (c *Capture) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closeLocked()
+}
+
+func (c *Capture) closeLocked() {
 	if c.closed {
 		return
 	}
@@ -116,6 +145,19 @@ func (c *Capture) close() {
 		c.file.Close()
 		c.file = nil
 	}
+}
+
+// drop closes the stream for good and returns its file's path and, the
+// first time only, the bytes the caller gives back to the budgets once it
+// has removed the file.
+func (c *Capture) drop() (path string, charged int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked()
+	if !c.dropped {
+		c.dropped, charged = true, c.stored
+	}
+	return c.full, charged
 }
 
 // Total is the number of bytes written so far.
@@ -135,23 +177,63 @@ func (c *Capture) Truncated() bool {
 
 func (c *Capture) truncated() bool { return c.total > int64(c.headMax+c.tailMax) }
 
-// URI is the resource that serves the whole stream; "" when the capture
-// keeps no file (or wrote nothing).
+// URI is the resource that serves the stream (all of it, or the part
+// Describe says); "" when the capture keeps no file or nothing in it.
 func (c *Capture) URI() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.total == 0 {
+	if c.stored == 0 {
 		return ""
 	}
 	return c.uri
 }
 
 // Spooled is the number of bytes the spool file holds: all of them unless
-// the file cap or a disk error cut it short.
+// a cap (Cut) or a disk error cut it short.
 func (c *Capture) Spooled() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stored
+}
+
+// Cut is the cap that stopped the stream's spool file short; CapNone
+// while it holds every byte.
+func (c *Capture) Cut() Cap {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cut
+}
+
+// Describe says, in a sentence for the client, what the spool file holds:
+// the whole stream, or how much of it and which cap (with its setting)
+// kept the rest out.
+func (c *Capture) Describe() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.store == nil:
+		return fmt.Sprintf("The %s of the call (%d bytes), kept in memory only", c.name, c.total)
+	case c.stored == c.total:
+		return fmt.Sprintf("The whole %s of the call (%d bytes)", c.name, c.total)
+	case c.stored == 0:
+		return fmt.Sprintf("The %s of the call (%d bytes), of which none was kept: %s", c.name, c.total, c.store.capNote(c.cut))
+	}
+	return fmt.Sprintf("The first %d of the %d bytes of the call's %s; the rest was not kept: %s",
+		c.stored, c.total, c.name, c.store.capNote(c.cut))
+}
+
+// where says in Text's marker where the whole stream is, or why it is
+// not all kept: the one place a result learns that a cap was reached.
+func (c *Capture) where() string {
+	switch {
+	case c.store == nil:
+		return "" // memory only
+	case c.stored == c.total:
+		return "; the whole " + c.name + " is at " + c.uri
+	case c.stored == 0:
+		return "; none of it was kept on disk: " + c.store.capNote(c.cut)
+	}
+	return fmt.Sprintf("; the first %d bytes are at %s, the rest was not kept: %s", c.stored, c.uri, c.store.capNote(c.cut))
 }
 
 func (c *Capture) tail() []byte {
@@ -176,12 +258,8 @@ func (c *Capture) Text() string {
 	head = head[:cutIncomplete(head)]
 	tail = tail[skipContinuation(tail):]
 	omitted := c.total - int64(len(head)+len(tail))
-	where := ""
-	if c.uri != "" {
-		where = "; the whole " + c.name + " is at " + c.uri
-	}
 	return validText(string(head)) +
-		fmt.Sprintf("\n[... %d bytes of %s omitted%s ...]\n", omitted, c.name, where) +
+		fmt.Sprintf("\n[... %d bytes of %s omitted%s ...]\n", omitted, c.name, c.where()) +
 		validText(string(tail))
 }
 

@@ -16,9 +16,11 @@ import (
 
 // Defaults of Limits.
 const (
-	DefaultInlineBytes  = 16 << 10 // head and tail each, per stream
-	DefaultMaxFileBytes = 1 << 30  // per stream
-	DefaultMaxOutputs   = 64       // per store
+	DefaultInlineBytes   = 16 << 10 // head and tail each, per stream
+	DefaultMaxFileBytes  = 1 << 30  // per stream
+	DefaultMaxStoreBytes = 4 << 30  // per store: every stream of a session's outputs
+	DefaultMaxTotalBytes = 16 << 30 // per Budget: what NewBudget(0) allows
+	DefaultMaxOutputs    = 64       // per store
 	// MaxReadBytes bounds one resources/read: larger streams are read in
 	// ranges (?offset=N&length=M).
 	MaxReadBytes = 4 << 20
@@ -35,9 +37,20 @@ type Limits struct {
 	// MaxFileBytes caps one stream's spool file; beyond it, bytes are
 	// counted but not kept.
 	MaxFileBytes int64
+	// MaxStoreBytes caps the spool files of all the store's outputs
+	// together (one session's). A stream that reaches it keeps what fit
+	// and counts the rest, like one that reaches MaxFileBytes; a new
+	// output first evicts the oldest finished ones to make room for
+	// itself (two streams of MaxFileBytes, at most MaxStoreBytes).
+	MaxStoreBytes int64
 	// MaxOutputs is how many calls' outputs a store keeps; the oldest
 	// finished one is removed to make room.
 	MaxOutputs int
+	// Shared, when set, is the budget of every store of the server
+	// together: each byte a store keeps is taken from its own
+	// MaxStoreBytes and from Shared. nil bounds the store by its own
+	// limits only.
+	Shared *Budget
 }
 
 func (l Limits) withDefaults() Limits {
@@ -46,6 +59,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxFileBytes <= 0 {
 		l.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if l.MaxStoreBytes <= 0 {
+		l.MaxStoreBytes = DefaultMaxStoreBytes
 	}
 	if l.MaxOutputs <= 0 {
 		l.MaxOutputs = DefaultMaxOutputs
@@ -64,6 +80,7 @@ var ErrClosed = errors.New("output store closed")
 type Store struct {
 	parent string
 	limits Limits
+	own    *Budget // limits.MaxStoreBytes
 
 	mu      sync.Mutex
 	outputs map[string]*Output
@@ -81,7 +98,8 @@ type Store struct {
 // NewStore returns a store whose directory will be made under parent
 // ("" = the system temp directory).
 func NewStore(parent string, limits Limits) *Store {
-	return &Store{parent: parent, limits: limits.withDefaults()}
+	l := limits.withDefaults()
+	return &Store{parent: parent, limits: l, own: NewBudget(l.MaxStoreBytes)}
 }
 
 // Output is what one call's programs wrote: stdout and stderr.
@@ -143,7 +161,7 @@ func (s *Store) Create(id string) (*Output, error) {
 		// The file is made on the stream's first byte (most calls write
 		// nothing: in-process tools), in the store's directory, which is
 		// itself made then.
-		c.path, c.fileMax, c.openFile = id+"."+c.name, s.limits.MaxFileBytes, s.openFile
+		c.path, c.store = id+"."+c.name, s
 		c.uri = URIPrefix + id + "/" + c.name
 	}
 	if s.outputs == nil {
@@ -176,9 +194,15 @@ func (s *Store) openFile(name string) (*os.File, error) {
 	return f, nil
 }
 
-// evict drops the oldest finished outputs while the store is full.
+// evict drops the oldest finished outputs while the store has no room
+// for one more: MaxOutputs outputs, or less than a new call's two full
+// streams (at most all of MaxStoreBytes) of its byte budget left.
 func (s *Store) evict() {
-	for len(s.order) >= s.limits.MaxOutputs {
+	room := s.own.Max()
+	if f := s.limits.MaxFileBytes; f < room/2 {
+		room = 2 * f
+	}
+	for len(s.order) >= s.limits.MaxOutputs || s.own.Used() > s.own.Max()-room {
 		victim := -1
 		for i, id := range s.order {
 			if s.outputs[id].closed {
@@ -224,20 +248,22 @@ func (o *Output) Close() {
 	}
 }
 
+// removeFiles ends the output's streams for good, removes their files and
+// then gives their bytes back to the budgets (so the disk never holds
+// more than the budgets allow, even for a moment).
 func (o *Output) removeFiles() {
 	for _, c := range []*Capture{o.Stdout, o.Stderr} {
-		c.mu.Lock()
-		full := c.full
-		c.mu.Unlock()
-		c.close()
+		full, charged := c.drop()
 		if full != "" {
 			os.Remove(full)
 		}
+		o.store.release(charged)
 	}
 }
 
-// Close removes every output and the store's directory. Captures still
-// being written keep counting but write no file.
+// Close removes every output and the store's directory, and gives their
+// bytes back to the shared budget. Captures still being written keep
+// counting but write no file.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

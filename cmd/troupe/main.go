@@ -236,6 +236,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		return 1
 	}
 	defer ws.Close()
+	// troupe's own files must lie where no tool run may write.
+	runWritable := config.RunWritable{Workspace: ws.Dir()}
+	if err := config.CheckOwnFiles(cfg, runWritable); err != nil {
+		for _, p := range problems(err) {
+			log.Error("refusing to start", "err", p)
+		}
+		return 2
+	}
 
 	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log})
 	if err != nil {
@@ -279,12 +287,13 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			Gate:         gate.Policy{Timeout: cfg.Approvals.Timeout, Trust: cfg.Approvals.Trust},
 			SpoolDir:     cfg.Output.SpoolDir,
 			Spool: spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
-				MaxOutputs: cfg.Output.MaxOutputsPerSession},
+				MaxStoreBytes: cfg.Output.MaxSessionSpoolBytes, MaxOutputs: cfg.Output.MaxOutputsPerSession},
 		},
-		Audit:        auditLog,
-		Secrets:      secrets,
-		MaxLineBytes: cfg.Limits.MaxLineBytes,
-		Grace:        cfg.Limits.ShutdownGrace,
+		Audit:              auditLog,
+		Secrets:            secrets,
+		MaxLineBytes:       cfg.Limits.MaxLineBytes,
+		Grace:              cfg.Limits.ShutdownGrace,
+		MaxTotalSpoolBytes: cfg.Output.MaxTotalSpoolBytes,
 		HTTP: actors.HTTPOptions{
 			IdleTimeout:  cfg.HTTP.SessionIdleTimeout,
 			StreamEvents: cfg.HTTP.StreamBufferEvents,
@@ -385,7 +394,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
-	watcher := config.NewWatcher(cfg, loadOpts, 0, func(next *config.Config) {
+	watcher := config.NewWatcher(cfg, loadOpts, runWritable, 0, func(next *config.Config) {
 		flagsOver(next)
 		regMu.Lock()
 		defer regMu.Unlock()
@@ -462,28 +471,23 @@ func (w warnOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (w warnOnly) WithGroup(name string) slog.Handler { return warnOnly{w.Handler.WithGroup(name)} }
 
-// configCommand is "troupe config check [--config PATH] [-c key=value]...":
-// it loads the configuration as serve would, and prints the effective
-// result with secrets masked, or the first problem found.
+// configCommand is "troupe config check [--config PATH] [--workspace DIR]
+// [-c key=value]...": it loads the configuration as serve would, checks
+// where troupe's own files lie as serve does, and prints the effective
+// result with secrets masked, or the problems found.
 func configCommand(args []string, stdout, stderr *os.File) int {
 	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(stderr, "usage: troupe config check [--config PATH] [-c key=value]...")
+		fmt.Fprintln(stderr, "usage: troupe config check [--config PATH] [--workspace DIR] [-c key=value]...")
 		return 2
 	}
-	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configFile := fs.String("config", "", "config file (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
-	var overrides multiFlag
-	fs.Var(&overrides, "c", "override a config key: -c key=value; repeatable")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	cfg, dir, code := newCommonFlags("config check", stderr).load(args[1:], stderr)
+	if code >= 0 {
+		return code
+	}
+	if err := config.CheckOwnFiles(cfg, config.RunWritable{Workspace: dir}); err != nil {
+		for _, p := range problems(err) {
+			fmt.Fprintln(stderr, "troupe:", p)
 		}
-		return 2
-	}
-	cfg, err := config.Load(config.Options{File: *configFile, Overrides: overrides})
-	if err != nil {
-		fmt.Fprintln(stderr, "troupe:", err)
 		return 1
 	}
 	out, err := cfg.Effective()
@@ -493,6 +497,15 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 	}
 	_, _ = stdout.Write(out)
 	return 0
+}
+
+// problems splits an error that joins several (errors.Join), such as
+// config.CheckOwnFiles's, so each is reported on a line of its own.
+func problems(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	return []error{err}
 }
 
 // buildRegistry registers every tool troupe serves, with where it comes
@@ -507,7 +520,7 @@ func buildRegistry(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbo
 		tools.MetaEnvKeys:          []string{},
 		tools.MetaSource:           "first-party",
 	}
-	for _, t := range repo.Tools(ws, repo.Options{}) {
+	for _, t := range repo.Tools(ws, repo.Options{Sandbox: sb, Logger: log}) {
 		regs = append(regs, tools.Registration{Tool: tools.WithMeta(t, firstParty), Source: "first-party"})
 	}
 	fetch, err := docs.Tool(docs.Options{AllowedDomains: cfg.Docs.AllowedDomains})
