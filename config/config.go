@@ -150,6 +150,9 @@ type Sandbox struct {
 	MaxFileBytes int64  `koanf:"max_file_bytes"`
 	MaxOpenFiles int    `koanf:"max_open_files"`
 	CPUSeconds   int    `koanf:"cpu_seconds"`
+	// MaxMemoryBytes is what one run's processes may use together (a
+	// memory cgroup, else RLIMIT_AS per process); 0 = no limit.
+	MaxMemoryBytes int64 `koanf:"max_memory_bytes"`
 	// KillGrace is the time between SIGTERM and SIGKILL when a run is
 	// stopped.
 	KillGrace time.Duration `koanf:"kill_grace"`

@@ -10,11 +10,8 @@ import (
 	"syscall"
 
 	"troupe/audit"
+	"troupe/sandbox"
 )
-
-// RunTempPrefix starts the name of each run's private temp dir, which the
-// sandbox makes under its temp dir and the run may write.
-const RunTempPrefix = "troupe-run-"
 
 // RunWritable says where a tool run of the default sandbox profile may
 // write: the workspace, and the private temp dir each run gets under the
@@ -26,8 +23,9 @@ type RunWritable struct {
 	// Workspace is the served workspace (--workspace, else
 	// server.workspace, else the current directory).
 	Workspace string
-	// RunTempDir is the directory runs get their troupe-run-* temp dirs
-	// under: sandbox.Options.TempDir, where "" = os.TempDir().
+	// RunTempDir is the sandbox's temp dir (sandbox.Options.TempDir, where
+	// "" = os.TempDir()): runs get their private temp dirs in troupe's temp
+	// root there (sandbox.TempRoot).
 	RunTempDir string
 }
 
@@ -222,12 +220,8 @@ func (p writablePlaces) where(real string) string {
 	if within(real, p.workspace) {
 		return "the workspace " + p.workspace
 	}
-	if real != p.runTemp && within(real, p.runTemp) {
-		rel, err := filepath.Rel(p.runTemp, real)
-		first, _, _ := strings.Cut(rel, string(filepath.Separator))
-		if err == nil && strings.HasPrefix(first, RunTempPrefix) {
-			return "a run's temp dir " + filepath.Join(p.runTemp, first)
-		}
+	if root := sandbox.TempRoot(p.runTemp); within(real, root) {
+		return "troupe's temp root " + root + ", where runs get their temp dirs"
 	}
 	return ""
 }
@@ -307,4 +301,29 @@ func realPath(path string) (real string, links []string, err error) {
 		pending = append(strings.Split(target, sep), pending...)
 	}
 	return resolved, links, nil
+}
+
+// OwnPaths are the files of troupe's own that runs must not read although
+// they may read the rest of the filesystem (sandbox.Options.Hidden): the
+// config file, the audit log (other sessions' calls, arguments included)
+// and the spool directory when one is configured (the default lies in the
+// sandbox's temp root, which is hidden anyway).
+func (c *Config) OwnPaths() []string {
+	var paths []string
+	if c.File != "" {
+		paths = append(paths, c.File)
+	}
+	if c.Audit.Enabled {
+		path := c.Audit.Path
+		if path == "" {
+			path, _ = audit.DefaultPath()
+		}
+		if path != "" {
+			paths = append(paths, path)
+		}
+	}
+	if c.Output.SpoolDir != "" {
+		paths = append(paths, c.Output.SpoolDir)
+	}
+	return paths
 }

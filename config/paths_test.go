@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"troupe/sandbox"
 )
 
 // places is a workspace, a directory outside it, and a sandbox temp dir
@@ -150,8 +152,8 @@ func TestCheckOwnFilesRefusesRunWritablePlaces(t *testing.T) {
 			w.RunTempDir = ""
 		}, `output.spool_dir ("": the system temp directory)`, []string{"inside the workspace"}},
 		{"spool dir in a run's temp dir", func(t *testing.T, p places, cfg *Config, w *RunWritable) {
-			cfg.Output.SpoolDir = filepath.Join(p.runTemp, RunTempPrefix+"123", "spool")
-		}, "output.spool_dir", []string{"inside a run's temp dir " + filepath.Join("RUNTEMP", RunTempPrefix+"123")}},
+			cfg.Output.SpoolDir = filepath.Join(sandbox.TempRoot(p.runTemp), "run-123", "spool")
+		}, "output.spool_dir", []string{"inside troupe's temp root " + sandbox.TempRoot("RUNTEMP")}},
 		{"spool dir missing", func(t *testing.T, p places, cfg *Config, w *RunWritable) {
 			cfg.Output.SpoolDir = filepath.Join(p.outside, "missing")
 		}, "output.spool_dir", []string{filepath.Join("OUT", "missing") + " does not exist", "create it, or set output.spool_dir"}},

@@ -120,6 +120,8 @@ func (c *Config) validateExecution() error {
 		return errKey(p("sandbox", "max_file_bytes"), "sandbox.max_file_bytes must not be negative")
 	case sb.MaxOpenFiles < 0:
 		return errKey(p("sandbox", "max_open_files"), "sandbox.max_open_files must not be negative")
+	case sb.MaxMemoryBytes < 0:
+		return errKey(p("sandbox", "max_memory_bytes"), "sandbox.max_memory_bytes must not be negative")
 	case sb.CPUSeconds < 0:
 		return errKey(p("sandbox", "cpu_seconds"), "sandbox.cpu_seconds must not be negative")
 	case sb.KillGrace <= 0:

@@ -28,37 +28,46 @@ import (
 // finds run directories of a pid that no longer exists (a crashed server)
 // empties and removes them at New.
 
-// cgroupRoot is where one Sandbox makes its run cgroups.
+// The same layout serves the memory limit: a v1 memory hierarchy gets
+// <own>/troupe/run-… too, whose memory.limit_in_bytes is the run's
+// MaxMemoryBytes. (cgroup v2 is used for pids only: memory is a domain
+// controller, which cannot be enabled below a cgroup that holds processes,
+// such as the server's own; there MaxMemoryBytes becomes RLIMIT_AS.)
+
+// cgroupRoot is where one Sandbox makes its run cgroups of one controller.
 type cgroupRoot struct {
-	version string // "v1" or "v2"
-	dir     string // .../troupe
+	version    string // "v1" or "v2"
+	controller string // "pids" or "memory"
+	dir        string // .../troupe
 }
 
 // runCgroup is one run's cgroup.
 type runCgroup struct {
-	version string
-	dir     string
+	version    string
+	controller string
+	dir        string
 }
 
 const cgroupParentName = "troupe"
 
-// probeCgroup finds a pids hierarchy we may create cgroups in: cgroup v2
-// when our cgroup has the pids controller (a delegated subtree), else a v1
-// pids hierarchy. It creates the troupe parent and checks, with a
-// throw-away child, that pids.max can be written.
-func probeCgroup() (*cgroupRoot, error) {
-	mounts, err := cgroupMounts()
+// probeCgroup finds a hierarchy of controller ("pids" or "memory") we may
+// create cgroups in: for pids, cgroup v2 when our cgroup has the pids
+// controller (a delegated subtree), else a v1 pids hierarchy; for memory,
+// a v1 memory hierarchy. It creates the troupe parent and checks, with a
+// throw-away child, that the limit can be written.
+func probeCgroup(controller string) (*cgroupRoot, error) {
+	mounts, err := cgroupMounts(controller)
 	if err != nil {
 		return nil, err
 	}
-	own, err := ownCgroups()
+	own, err := ownCgroups(controller)
 	if err != nil {
 		return nil, err
 	}
 	var errs []error
 	for _, version := range []string{"v2", "v1"} {
 		for _, m := range mounts {
-			if m.version != version {
+			if m.version != version || version == "v2" && controller != "pids" {
 				continue
 			}
 			path, ok := own[m.key]
@@ -69,14 +78,17 @@ func probeCgroup() (*cgroupRoot, error) {
 			if !ok {
 				continue // our cgroup is outside what this mount shows
 			}
-			root, err := setupCgroupRoot(version, filepath.Join(m.point, rel))
+			root, err := setupCgroupRoot(version, controller, filepath.Join(m.point, rel))
 			if err == nil {
 				return root, nil
 			}
-			errs = append(errs, fmt.Errorf("pids cgroup %s: %w", version, err))
+			errs = append(errs, fmt.Errorf("%s cgroup %s: %w", controller, version, err))
 		}
 	}
 	if len(errs) == 0 {
+		if controller == "memory" {
+			return nil, errors.New("no cgroup v1 memory hierarchy is mounted for this process")
+		}
 		return nil, errors.New("no pids cgroup hierarchy (v2 with the pids controller, or v1 pids) is mounted for this process")
 	}
 	return nil, errors.Join(errs...)
@@ -86,12 +98,12 @@ type cgroupMount struct {
 	version string // "v1" or "v2"
 	point   string // mount point
 	root    string // the cgroup path the mount shows at its mount point
-	key     string // "pids" (v1) or "" (v2): the /proc/self/cgroup key
+	key     string // the controller (v1) or "" (v2): the /proc/self/cgroup key
 }
 
-// cgroupMounts lists the cgroup2 mounts and the v1 mounts carrying the pids
+// cgroupMounts lists the cgroup2 mounts and the v1 mounts carrying
 // controller, from /proc/self/mountinfo.
-func cgroupMounts() ([]cgroupMount, error) {
+func cgroupMounts(controller string) ([]cgroupMount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
@@ -111,8 +123,8 @@ func cgroupMounts() ([]cgroupMount, error) {
 		case "cgroup2":
 			out = append(out, cgroupMount{version: "v2", point: point, root: root, key: ""})
 		case "cgroup":
-			if slices.Contains(strings.Split(fields[sep+3], ","), "pids") {
-				out = append(out, cgroupMount{version: "v1", point: point, root: root, key: "pids"})
+			if slices.Contains(strings.Split(fields[sep+3], ","), controller) {
+				out = append(out, cgroupMount{version: "v1", point: point, root: root, key: controller})
 			}
 		}
 	}
@@ -138,8 +150,8 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// ownCgroups maps "pids" (v1) and "" (v2) to our cgroup path in each.
-func ownCgroups() (map[string]string, error) {
+// ownCgroups maps controller (v1) and "" (v2) to our cgroup path in each.
+func ownCgroups(controller string) (map[string]string, error) {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
@@ -154,15 +166,15 @@ func ownCgroups() (map[string]string, error) {
 			out[""] = parts[2]
 			continue
 		}
-		if slices.Contains(strings.Split(parts[1], ","), "pids") {
-			out["pids"] = parts[2]
+		if slices.Contains(strings.Split(parts[1], ","), controller) {
+			out[controller] = parts[2]
 		}
 	}
 	return out, nil
 }
 
 // setupCgroupRoot makes <own>/troupe usable for run cgroups.
-func setupCgroupRoot(version, own string) (*cgroupRoot, error) {
+func setupCgroupRoot(version, controller, own string) (*cgroupRoot, error) {
 	dir := filepath.Join(own, cgroupParentName)
 	if version == "v2" {
 		ctrl, err := os.ReadFile(filepath.Join(own, "cgroup.controllers"))
@@ -187,8 +199,8 @@ func setupCgroupRoot(version, own string) (*cgroupRoot, error) {
 			return nil, err
 		}
 	}
-	root := &cgroupRoot{version: version, dir: dir}
-	probe, err := root.create(fmt.Sprintf("probe-%d", os.Getpid()), 1)
+	root := &cgroupRoot{version: version, controller: controller, dir: dir}
+	probe, err := root.create(fmt.Sprintf("probe-%d", os.Getpid()), 1<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -212,20 +224,29 @@ func enableController(dir string) error {
 	return os.WriteFile(file, []byte("+pids"), 0)
 }
 
-// create makes a run cgroup with pids.max = maxPids (0: no limit).
-func (r *cgroupRoot) create(name string, maxPids int) (*runCgroup, error) {
+// create makes a run cgroup whose limit (pids.max, or the v1 memory
+// limit in bytes) is limit; 0: no limit.
+func (r *cgroupRoot) create(name string, limit int64) (*runCgroup, error) {
 	dir := filepath.Join(r.dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &runCgroup{version: r.version, dir: dir}
-	limit := "max"
-	if maxPids > 0 {
-		limit = strconv.Itoa(maxPids)
+	c := &runCgroup{version: r.version, controller: r.controller, dir: dir}
+	file, value := "pids.max", "max"
+	if r.controller == "memory" {
+		file, value = "memory.limit_in_bytes", "-1"
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(limit), 0); err != nil {
+	if limit > 0 {
+		value = strconv.FormatInt(limit, 10)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
 		_ = unix.Rmdir(dir)
 		return nil, err
+	}
+	if r.controller == "memory" && limit > 0 {
+		// Swap counts too where the kernel accounts it (memsw), so a run
+		// cannot go past its limit into swap.
+		_ = os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(value), 0)
 	}
 	return c, nil
 }

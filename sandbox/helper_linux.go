@@ -42,9 +42,25 @@ type helperConfig struct {
 	// from its own parent without close-on-exec would otherwise reach the
 	// target.
 	FirstPrivateFD int `json:"firstPrivateFD"`
-	// CgroupFD, when >= 0, is an inherited fd of the run cgroup's
-	// cgroup.procs; the helper joins it just before exec.
-	CgroupFD int `json:"cgroupFD"`
+	// CgroupFDs are inherited fds of the run cgroups' cgroup.procs (pids,
+	// memory); the helper joins them just before exec.
+	CgroupFDs []int `json:"cgroupFDs,omitempty"`
+	// Mounts, when set, is the mount view the helper makes first, in the
+	// mount namespace it was started in (mounts_linux.go).
+	Mounts *mountView `json:"mounts,omitempty"`
+	// DenyMetadata makes the seccomp filter refuse chmod, chown, utimes
+	// and xattr changes: the fallback when no mount view can be made.
+	DenyMetadata bool `json:"denyMetadata,omitempty"`
+	// Init says the helper is the first process of a new PID namespace:
+	// it stays as the namespace's init and runs the target as its child,
+	// so that everything the run started dies with it (initmode_linux.go).
+	Init bool `json:"init,omitempty"`
+	// ReadOnly is Policy.ReadOnlyWorkspace: Landlock allows reading the
+	// workspace and Runtime, and writing nothing.
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// Runtime lists the files the target needs to start under ReadOnly:
+	// the executable, its interpreter and its shared libraries.
+	Runtime []string `json:"runtime,omitempty"`
 }
 
 // helperStatus is the failure report the helper writes to the status pipe
@@ -82,11 +98,31 @@ func HelperMain(args []string) int {
 		return exitSetup
 	}
 	args = args[1:]
-	if len(args) == 1 && args[0] == "probe" {
+	if len(args) >= 1 && args[0] == initArg {
+		return initMain(args[1:])
+	}
+	if len(args) >= 1 && args[0] == "probe" {
 		// New starts the helper like this, inside the namespaces it wants
-		// to know about: getting here means they can be made. This is the
+		// to know about: getting here means they can be made ("probe
+		// mounts pidns": and the mount view can be made in them and a PID
+		// namespace unshared). This is the
 		// helper's own process, whose stdout is the prober's pipe, never
 		// the server's protocol stream.
+		for _, what := range args[1:] {
+			var err error
+			switch what {
+			case "mounts":
+				err = probeMountView()
+			case "pidns":
+				err = unix.Unshare(unix.CLONE_NEWPID)
+			default:
+				err = fmt.Errorf("unknown probe %q", what)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "sandbox helper: probe %s: %v\n", what, err)
+				return exitSetup
+			}
+		}
 		fmt.Println(HelperProtocol)
 		return 0
 	}
@@ -139,6 +175,20 @@ func (h helper) run(cfgFD int) int {
 	if err := closeOnExecFrom(cfg.FirstPrivateFD); err != nil {
 		return h.fail("config", err, exitSetup)
 	}
+	if cfg.Mounts != nil {
+		// First, while the helper still has its capabilities in the
+		// namespace.
+		if err := setupMountView(*cfg.Mounts); err != nil {
+			return h.fail("mounts", err, exitSetup)
+		}
+	}
+	if cfg.Init {
+		// Also needs the capabilities: the helper's next child (init)
+		// is the first process of a new PID namespace.
+		if err := unix.Unshare(unix.CLONE_NEWPID); err != nil {
+			return h.fail("pidns", fmt.Errorf("unshare(CLONE_NEWPID): %w", err), exitSetup)
+		}
+	}
 	if err := setRlimits(cfg.Limits); err != nil {
 		return h.fail("rlimit", err, exitSetup)
 	}
@@ -148,12 +198,21 @@ func (h helper) run(cfgFD int) int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return h.fail("capabilities", fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err), exitSetup)
 	}
-	if cfg.LandlockABI > 0 {
+	if cfg.Init && cfg.ReadOnly {
+		// Init is this binary again: a read-only run must be able to
+		// start it.
+		self, err := os.Executable()
+		if err != nil {
+			return h.fail("init", err, exitSetup)
+		}
+		cfg.Runtime = append(cfg.Runtime, self)
+	}
+	if cfg.LandlockABI > 0 || cfg.ReadOnly { // a read-only run without Landlock fails here
 		if err := applyLandlock(cfg); err != nil {
 			return h.fail("landlock", err, exitSetup)
 		}
 	}
-	if err := installSeccomp(cfg.Network); err != nil {
+	if err := installSeccomp(cfg.Network, cfg.DenyMetadata); err != nil {
 		return h.fail("seccomp", err, exitSetup)
 	}
 	args := cfg.Args
@@ -172,12 +231,15 @@ func (h helper) run(cfgFD int) int {
 			return h.fail("rlimit", fmt.Errorf("RLIMIT_NPROC: %w", err), exitSetup)
 		}
 	}
-	if cfg.CgroupFD >= 0 {
+	for _, fd := range cfg.CgroupFDs {
 		// "0" is the writing process: all its threads move, and after exec
 		// only the target's one thread is left to count.
-		if _, err := unix.Write(cfg.CgroupFD, []byte("0")); err != nil {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
 			return h.fail("cgroup-join", fmt.Errorf("join cgroup: %w", err), exitSetup)
 		}
+	}
+	if cfg.Init {
+		return h.runWithInit(cfg, args)
 	}
 	err = syscall.Exec(cfg.Path, args, cfg.Env)
 	code := exitNoExec
@@ -232,6 +294,12 @@ func setRlimits(l Limits) error {
 	}
 	if l.MaxOpenFiles > 0 {
 		if err := set("RLIMIT_NOFILE", unix.RLIMIT_NOFILE, uint64(l.MaxOpenFiles), uint64(l.MaxOpenFiles)); err != nil {
+			return err
+		}
+	}
+	if l.MaxMemoryBytes > 0 {
+		// Only without a memory cgroup: the server leaves it 0 then.
+		if err := set("RLIMIT_AS", unix.RLIMIT_AS, uint64(l.MaxMemoryBytes), uint64(l.MaxMemoryBytes)); err != nil {
 			return err
 		}
 	}
@@ -344,7 +412,14 @@ func applyLandlock(cfg helperConfig) error {
 		landlock.RODirs("/"),
 		rw,
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full"),
-		landlock.RWFiles("/dev/tty").WithIoctlDev().IgnoreIfMissing(),
+		// No ioctls: a run has no controlling terminal, and a terminal
+		// fd is no business of a confined program.
+		landlock.RWFiles("/dev/tty").IgnoreIfMissing(),
+	}
+	if cfg.ReadOnly {
+		// Reading the workspace and the program's files, nothing else;
+		// no network whatever cfg.Network says (readonly_linux.go).
+		c, rules = landlock.V11, readOnlyRules(cfg)
 	}
 	if err := c.BestEffort().Restrict(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,8 +100,31 @@ func runProbe(args []string) int {
 			return result(errno)
 		}
 		return result(nil)
-	case "signal-parent":
-		return result(unix.Kill(os.Getppid(), 0))
+	case "setxattr":
+		return result(unix.Setxattr(args[1], "user.troupe", []byte("x"), 0))
+	case "tiocsti":
+		// Push a command into the terminal's input, as if typed: the
+		// keystroke injection a run must never manage.
+		f, err := os.OpenFile(args[1], os.O_RDWR, 0)
+		if err != nil {
+			return result(err)
+		}
+		defer f.Close()
+		for _, c := range []byte(args[2]) {
+			b := c
+			if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.TIOCSTI, uintptr(unsafe.Pointer(&b))); errno != 0 {
+				return result(errno)
+			}
+		}
+		return result(nil)
+	case "signal-server":
+		// The server's pid, from its environment: in a PID namespace the
+		// target's parent is the run's own init.
+		pid, err := strconv.Atoi(os.Getenv("TROUPE_TEST_SERVER_PID"))
+		if err != nil {
+			return result(err)
+		}
+		return result(unix.Kill(pid, 0))
 	case "caps":
 		data, err := os.ReadFile("/proc/self/status")
 		if err != nil {

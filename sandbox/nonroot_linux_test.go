@@ -42,6 +42,7 @@ func TestAsNonRoot(t *testing.T) {
 		"TestServerEnvironIsProtected", "TestForkBombIsLimited", "TestKillTakesTheWholeTree",
 		"TestReleaseRemovesEverything", "TestStartErrors", "TestCallerFilesAndEnv",
 		"TestBwrapFilesystemEscapes", "TestBwrapNetworkEscapes", "TestBwrapKillTakesTheWholeTree",
+		"TestReadOnlyWorkspace", "TestBwrapReadOnlyWorkspace",
 	}
 	cmd := exec.Command(bin, "-test.run=^("+strings.Join(tests, "|")+")$", "-test.count=1", "-test.v")
 	cmd.Dir = dir

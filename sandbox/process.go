@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -56,6 +57,12 @@ type Limits struct {
 	// CPUSeconds is RLIMIT_CPU: SIGXCPU after this much CPU time, SIGKILL
 	// one second later.
 	CPUSeconds int
+	// MaxMemoryBytes is the memory the run's processes may use together:
+	// memory.limit_in_bytes of a per-run memory cgroup (v1) when one can
+	// be made (the kernel's OOM killer ends the run's biggest process past
+	// it), else RLIMIT_AS of each process, which counts address space
+	// rather than memory (allocations fail past it).
+	MaxMemoryBytes int64
 }
 
 // Policy is what one run is allowed.
@@ -66,6 +73,14 @@ type Policy struct {
 	Workspace    string
 	AllowNetwork bool
 	Limits       Limits
+	// ReadOnlyWorkspace narrows the run to reading: it may read the
+	// workspace and the files its program needs to start (the executable,
+	// its ELF interpreter and shared libraries) and nothing else, and it
+	// may write nothing, not even a temp dir. For programs that only search
+	// the workspace (rg): whatever path they are given or a symlink swapped
+	// in while they walk leads to, no byte from outside the workspace
+	// reaches them.
+	ReadOnlyWorkspace bool
 }
 
 // Options configure a Sandbox.
@@ -79,8 +94,15 @@ type Options struct {
 	// executable when it is there and speaks this build's HelperProtocol,
 	// else /proc/self/exe, the running server itself.
 	Helper string
-	// TempDir is the parent of the private temp dirs; "" = os.TempDir().
+	// TempDir is where troupe's temp root (troupe-<uid>, mode 0700) is
+	// made; runs' private temp dirs live in it; "" = os.TempDir(). Runs
+	// never see the temp root, only their own dir in it.
 	TempDir string
+	// Hidden are further paths confined runs must not see, although they
+	// may read the rest of the filesystem: the sessions' spool dir, the
+	// audit log, the config file. A directory appears empty, a file as
+	// /dev/null.
+	Hidden []string
 	// Logger receives probe results and cleanup trouble; nil discards.
 	Logger *slog.Logger
 }
@@ -125,7 +147,7 @@ const HelperName = "troupe-sandbox"
 // standalone helper only when it prints exactly this, so a helper from
 // another build, whose configuration format may differ, is never used.
 // Change it whenever helperConfig or the helper's fd protocol changes.
-const HelperProtocol = "troupe-sandbox/1"
+const HelperProtocol = "troupe-sandbox/2"
 
 // Isolation describes what the kernel (and the driver) can enforce here, as
 // probed once by New.
@@ -138,7 +160,17 @@ type Isolation struct {
 	NetNS       bool   // runs without network get their own network namespace
 	UserNS      bool   // unprivileged user namespaces work (matters when not root)
 	PidsCgroup  string // "v1", "v2" or "": where per-run pids cgroups are made
-	Bwrap       string // bubblewrap's path when Driver is DriverBwrap and it works
+	// MemoryCgroup is "v1" when per-run memory cgroups are made (else
+	// MaxMemoryBytes is RLIMIT_AS).
+	MemoryCgroup string
+	// MountNS: runs get a mount namespace with everything read-only but
+	// the workspace and their temp dir (metadata included), and troupe's
+	// own files hidden. Without it, seccomp refuses metadata changes.
+	MountNS bool
+	// PidNS: runs without a pids cgroup get a PID namespace whose init is
+	// the helper, so nothing they start outlives them.
+	PidNS bool
+	Bwrap string // bubblewrap's path when Driver is DriverBwrap and it works
 	// Missing lists, for the log, what was probed and is not available,
 	// each with the reason.
 	Missing []string
@@ -176,9 +208,22 @@ func (i Isolation) String() string {
 			parts = append(parts, "no userns")
 		}
 	}
-	if i.PidsCgroup != "" {
-		parts = append(parts, "pids cgroup "+i.PidsCgroup)
+	if i.MountNS {
+		parts = append(parts, "mountns")
 	} else {
+		parts = append(parts, "no mountns (metadata changes off by seccomp)")
+	}
+	if i.MemoryCgroup != "" {
+		parts = append(parts, "memory cgroup "+i.MemoryCgroup)
+	} else {
+		parts = append(parts, "no memory cgroup (RLIMIT_AS)")
+	}
+	switch {
+	case i.PidsCgroup != "":
+		parts = append(parts, "pids cgroup "+i.PidsCgroup)
+	case i.PidNS:
+		parts = append(parts, "no pids cgroup (pidns)")
+	default:
 		parts = append(parts, "no pids cgroup")
 	}
 	parts = append(parts, "driver "+i.Driver)
@@ -272,4 +317,15 @@ func checkCmd(cmd *exec.Cmd) *StartError {
 		return &StartError{Stage: "command", Err: safeError("command has no path")}
 	}
 	return nil
+}
+
+// TempRoot is troupe's temp root in tempDir (os.TempDir() when ""):
+// troupe-<uid>, where the sandbox makes each confined run's private temp
+// dir. Runs never see it, only their own dir in it; troupe's own files
+// (spool, audit log, config) must not lie in it.
+func TempRoot(tempDir string) string {
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	return filepath.Join(tempDir, fmt.Sprintf("troupe-%d", os.Getuid()))
 }

@@ -55,9 +55,9 @@ func TestIsolationString(t *testing.T) {
 		iso  Isolation
 		want string
 	}{
-		{Isolation{Driver: "builtin", OS: "linux", Root: true, LandlockABI: 7, Seccomp: true, NetNS: true, PidsCgroup: "v1"}, "landlock abi 7, seccomp, netns, pids cgroup v1, driver builtin"},
-		{Isolation{Driver: "builtin", OS: "linux", LandlockABI: 3, Seccomp: true, UserNS: false}, "landlock abi 3, seccomp, no netns (network off by seccomp only), no userns, no pids cgroup, driver builtin"},
-		{Isolation{Driver: "bwrap", OS: "linux", UserNS: true, NetNS: true, Seccomp: true}, "no landlock, seccomp, netns, userns, no pids cgroup, driver bwrap"},
+		{Isolation{Driver: "builtin", OS: "linux", Root: true, LandlockABI: 7, Seccomp: true, NetNS: true, MountNS: true, PidsCgroup: "v1", MemoryCgroup: "v1"}, "landlock abi 7, seccomp, netns, mountns, memory cgroup v1, pids cgroup v1, driver builtin"},
+		{Isolation{Driver: "builtin", OS: "linux", LandlockABI: 3, Seccomp: true, UserNS: false}, "landlock abi 3, seccomp, no netns (network off by seccomp only), no userns, no mountns (metadata changes off by seccomp), no memory cgroup (RLIMIT_AS), no pids cgroup, driver builtin"},
+		{Isolation{Driver: "bwrap", OS: "linux", UserNS: true, NetNS: true, MountNS: true, PidNS: true, Seccomp: true}, "no landlock, seccomp, netns, userns, mountns, no memory cgroup (RLIMIT_AS), no pids cgroup (pidns), driver bwrap"},
 	} {
 		if got := c.iso.String(); got != c.want {
 			t.Errorf("String() = %q, want %q", got, c.want)

@@ -37,9 +37,11 @@ type Sandbox struct {
 	log      *slog.Logger
 	driver   string
 	helper   string // what the builtin driver execs: /proc/self/exe or Options.Helper
-	tempDir  string // parent of the private temp dirs
+	tempDir  string // where the temp root is made
+	hidden   []string
 	iso      Isolation
 	cg       *cgroupRoot // nil: no writable pids cgroup
+	memcg    *cgroupRoot // nil: no writable memory cgroup
 	uid      int
 	gid      int
 	token    string        // tells our run cgroups from another Sandbox's in this process
@@ -51,6 +53,12 @@ type Sandbox struct {
 	// dumpMu serialises starts that briefly make the server dumpable
 	// again (startChild).
 	dumpMu sync.Mutex
+	// rootMu guards tempRoot, made on the first confined start.
+	rootMu   sync.Mutex
+	tempRoot string
+	// runtime caches the files read-only runs' programs need
+	// (readonly_linux.go).
+	runtime runtimeCache
 }
 
 // New probes what the kernel supports (Landlock ABI, user and network
@@ -87,6 +95,7 @@ func New(opts Options) (*Sandbox, error) {
 		driver:  driver,
 		helper:  opts.Helper,
 		tempDir: tempDir,
+		hidden:  resolvedPaths(opts.Hidden),
 		uid:     os.Getuid(),
 		gid:     os.Getgid(),
 		token:   hex.EncodeToString(tok[:]),
@@ -133,7 +142,14 @@ func (s *Sandbox) probe() {
 	} else {
 		s.missing("seccomp: %v", err)
 	}
-	if cg, err := probeCgroup(); err == nil {
+	if cg, err := probeCgroup("memory"); err == nil {
+		s.memcg = cg
+		s.iso.MemoryCgroup = cg.version
+		cg.removeStale(s.log)
+	} else {
+		s.missing("memory cgroup: %v", err)
+	}
+	if cg, err := probeCgroup("pids"); err == nil {
 		s.cg = cg
 		s.iso.PidsCgroup = cg.version
 		cg.removeStale(s.log)
@@ -144,33 +160,61 @@ func (s *Sandbox) probe() {
 		s.probeBwrap()
 		// bubblewrap makes the namespaces itself.
 		s.iso.NetNS = s.iso.Bwrap != ""
+		s.iso.MountNS = s.iso.Bwrap != ""
 		s.iso.UserNS = s.iso.Bwrap != "" && !s.iso.Root
 		s.helperOK = s.iso.Bwrap != "" || s.probeHelper(s.helper, nil, nil) == nil
 		return
 	}
-	// One throw-away helper inside the namespaces a run without network
-	// gets proves they can be made (distributions may disable
-	// unprivileged user namespaces) and that the helper works.
-	err := s.probeHelper(s.helper, nil, s.namespaceAttr(false, false))
+	// One throw-away helper inside every namespace a run without network
+	// gets (and "probe mounts": with the mount view made in them) proves
+	// they can be made (distributions may disable unprivileged user
+	// namespaces) and that the helper works.
+	mountProbe := []string{HelperArg, "probe", "mounts"}
+	all := uintptr(syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNS)
+	if s.cg == nil {
+		mountProbe = append(mountProbe, "pidns")
+	}
+	err := s.probeHelper(s.helper, mountProbe, s.cloneAttr(all))
 	if err == nil {
 		s.helperOK = true
-		s.iso.NetNS = true
+		s.iso.NetNS, s.iso.MountNS = true, true
+		s.iso.PidNS = s.cg == nil
 		s.iso.UserNS = !s.iso.Root
 		return
 	}
-	if err := s.probeHelper(s.helper, nil, &syscall.SysProcAttr{Setpgid: true}); err != nil {
+	if err := s.probeHelper(s.helper, nil, s.cloneAttr(0)); err != nil {
 		s.missing("helper: %v", err)
 		return
 	}
 	s.helperOK = true
-	s.missing("network namespace: %v", err)
+	s.missing("namespaces: %v", err)
+	// Each namespace alone, to keep what works.
+	if err := s.probeHelper(s.helper, nil, s.cloneAttr(syscall.CLONE_NEWNET|syscall.CLONE_NEWIPC)); err != nil {
+		s.missing("network namespace: %v", err)
+	} else {
+		s.iso.NetNS = true
+	}
+	if err := s.probeHelper(s.helper, mountProbe, s.cloneAttr(syscall.CLONE_NEWNS)); err != nil {
+		s.missing("mount namespace: %v", err)
+	} else {
+		s.iso.MountNS = true
+	}
+	if s.cg == nil {
+		if err := s.probeHelper(s.helper, []string{HelperArg, "probe", "pidns"}, s.cloneAttr(syscall.CLONE_NEWUSER)); err != nil {
+			s.missing("pid namespace: %v", err)
+		} else {
+			s.iso.PidNS = true
+		}
+	}
 	if !s.iso.Root {
-		attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: s.idMap(s.uid), GidMappings: s.idMap(s.gid)}
-		if err := s.probeHelper(s.helper, nil, attr); err != nil {
+		if err := s.probeHelper(s.helper, nil, s.cloneAttr(syscall.CLONE_NEWUSER)); err != nil {
 			s.missing("user namespace: %v", err)
 		} else {
 			s.iso.UserNS = true
 		}
+	}
+	if !s.iso.PidNS && s.cg == nil {
+		s.log.Warn("sandbox: neither a pids cgroup nor a PID namespace: a run's process that leaves its process group (setsid) can outlive the run", "missing", s.iso.Missing)
 	}
 }
 
@@ -191,7 +235,7 @@ func (s *Sandbox) defaultHelper() string {
 	if fi, err := os.Stat(beside); err != nil || !fi.Mode().IsRegular() || filepath.Base(exe) == HelperName {
 		return selfExe
 	}
-	if err := s.probeHelper(beside, nil, &syscall.SysProcAttr{Setpgid: true}); err != nil {
+	if err := s.probeHelper(beside, nil, &syscall.SysProcAttr{Setsid: true}); err != nil {
 		s.log.Warn("sandbox: the standalone helper beside the server does not work; using the server binary", "helper", beside, "err", err)
 		return selfExe
 	}
@@ -285,29 +329,52 @@ func (s *Sandbox) idMap(id int) []syscall.SysProcIDMap {
 	return []syscall.SysProcIDMap{{ContainerID: id, HostID: id, Size: 1}}
 }
 
-// namespaceAttr is the builtin driver's SysProcAttr: its own process
-// group always (the caller kills -pid), SIGKILL when the server thread
-// that started it dies (a crash backstop; Kill and Release are the real
-// mechanism), and, as root, a new network namespace unless network is
-// allowed plus a new IPC namespace (System V IPC objects of other root
-// processes are otherwise reachable by mode bits). Not root, the same
-// namespaces need a user namespace, which is also what makes RLIMIT_NPROC
-// count per run (needUserNS).
+// namespaceAttr is the builtin driver's SysProcAttr for a run: the
+// namespaces the probe found (a network namespace unless network is
+// allowed, IPC and mount namespaces; the helper unshares a PID namespace
+// itself when there is no pids cgroup), inside a user namespace when the
+// server is not root; needUserNS
+// asks for one even without other namespaces (RLIMIT_NPROC then counts per
+// run).
 func (s *Sandbox) namespaceAttr(network, needUserNS bool) *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var flags uintptr
-	if !network {
-		flags |= syscall.CLONE_NEWNET
+	if s.iso.NetNS {
+		flags |= syscall.CLONE_NEWIPC
+		if !network {
+			flags |= syscall.CLONE_NEWNET
+		}
 	}
-	if s.iso.Root {
-		attr.Cloneflags = flags | syscall.CLONE_NEWIPC
-		return attr
+	if s.iso.MountNS {
+		flags |= syscall.CLONE_NEWNS
 	}
-	if flags != 0 || needUserNS {
-		attr.Cloneflags = flags | syscall.CLONE_NEWUSER | syscall.CLONE_NEWIPC
+	if flags == 0 && (needUserNS || s.iso.PidNS) && !s.iso.Root {
+		flags = syscall.CLONE_NEWUSER
+	}
+	return s.cloneAttr(flags)
+}
+
+// cloneAttr starts the helper in a new session (so with no controlling
+// terminal: a terminal troupe runs in is out of reach, TIOCSTI included,
+// and the session id is the caller's process group to kill), with SIGKILL
+// when the server thread that started it dies (a crash backstop; Kill and
+// Release are the real mechanism), and in the namespaces of flags; a
+// server that is not root makes them inside a new user namespace, where
+// its own ids map to themselves (files the run creates in the workspace
+// belong to the server's user, and the target is not root inside).
+//
+// Mount and PID namespaces are set up by the helper itself (the mount
+// view, unsharing the PID namespace for init); a helper that is not uid 0
+// loses its capabilities at exec even in its own user namespace, so it
+// keeps CAP_SYS_ADMIN as an ambient capability, and drops it with all the
+// others before the target runs.
+func (s *Sandbox) cloneAttr(flags uintptr) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: flags}
+	if flags != 0 && !s.iso.Root {
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		attr.UidMappings = s.idMap(s.uid)
 		attr.GidMappings = s.idMap(s.gid)
 		attr.GidMappingsEnableSetgroups = false
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
 	return attr
 }
@@ -346,6 +413,9 @@ func (s *Sandbox) startChild(cmd *exec.Cmd) error {
 // calls it too; a tool whose policy fails it does not run (fail closed).
 func (s *Sandbox) Check(p Policy) error {
 	<-s.probed
+	if err := s.checkReadOnly(p); err != nil {
+		return err
+	}
 	profile := p.Profile
 	switch profile {
 	case ProfileNone:
@@ -367,8 +437,14 @@ func (s *Sandbox) Check(p Policy) error {
 	if fi, err := os.Stat(p.Workspace); err != nil || !fi.IsDir() {
 		return refuse("the workspace is not a directory")
 	}
-	if p.Limits.MaxProcesses < 0 || p.Limits.MaxFileBytes < 0 || p.Limits.MaxOpenFiles < 0 || p.Limits.CPUSeconds < 0 {
+	if p.Limits.MaxProcesses < 0 || p.Limits.MaxFileBytes < 0 || p.Limits.MaxOpenFiles < 0 || p.Limits.CPUSeconds < 0 || p.Limits.MaxMemoryBytes < 0 {
 		return refuse("limits must not be negative")
+	}
+	// What runs must not see cannot lie where they may write.
+	for _, h := range append([]string{s.tempDir}, s.hidden...) {
+		if inside(h, p.Workspace) {
+			return refuse("troupe's temp dir, spool, audit log and config must lie outside the workspace; move them (TMPDIR, output.spool_dir, audit.path, --config) or choose another workspace")
+		}
 	}
 	switch {
 	case !s.helperOK:
@@ -395,7 +471,9 @@ func (s *Sandbox) Check(p Policy) error {
 // then calls Release.
 type Process struct {
 	pid int
-	cg  *runCgroup // nil: none
+	// cgs are the run's cgroups (memory, pids); none without
+	// cgroups.
+	cgs []*runCgroup
 	tmp string     // private temp dir; "" for ProfileNone
 	log *slog.Logger
 
@@ -425,10 +503,11 @@ func (p *Process) Kill() {
 
 func (p *Process) killLocked(cgroupTimeout time.Duration) error {
 	_ = unix.Kill(-p.pid, unix.SIGKILL)
-	if p.cg == nil {
-		return nil
+	var errs []error
+	for _, cg := range p.cgs {
+		errs = append(errs, cg.killAll(cgroupTimeout))
 	}
-	return p.cg.killAll(cgroupTimeout)
+	return errors.Join(errs...)
 }
 
 // Release is called once cmd.Wait has returned: it kills survivors (the
@@ -448,8 +527,8 @@ func (p *Process) Release() error {
 	if err := awaitGroupGone(p.pid, 2*time.Second); err != nil {
 		errs = append(errs, err)
 	}
-	if p.cg != nil {
-		if err := p.cg.remove(); err != nil {
+	for _, cg := range p.cgs {
+		if err := cg.remove(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -555,7 +634,9 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (*Process, error) {
 }
 
 func (s *Sandbox) startNone(cmd *exec.Cmd) (*Process, error) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own, as every program troupe starts: no
+	// controlling terminal to type into.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		stage := "start"
 		var errno syscall.Errno
@@ -570,7 +651,7 @@ func (s *Sandbox) startNone(cmd *exec.Cmd) (*Process, error) {
 // run collects what one confined start has made, so a failure can undo it.
 type run struct {
 	tmp   string
-	cg    *runCgroup
+	cgs   []*runCgroup
 	files []*os.File // the child's ends and our ends of the pipes
 }
 
@@ -585,9 +666,9 @@ func (r *run) closeFiles() {
 // killed and waited for.
 func (r *run) undo() {
 	r.closeFiles()
-	if r.cg != nil {
-		_ = r.cg.killAll(time.Second)
-		_ = r.cg.remove()
+	for _, cg := range r.cgs {
+		_ = cg.killAll(time.Second)
+		_ = cg.remove()
 	}
 	if r.tmp != "" {
 		_ = removeTree(r.tmp)
@@ -601,7 +682,11 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 			r.undo()
 		}
 	}()
-	tmp, err := os.MkdirTemp(s.tempDir, "troupe-run-")
+	root, err := s.ensureTempRoot()
+	if err != nil {
+		return nil, &StartError{Stage: "tempdir", Err: err}
+	}
+	tmp, err := os.MkdirTemp(root, "run-")
 	if err != nil {
 		return nil, &StartError{Stage: "tempdir", Err: err}
 	}
@@ -616,20 +701,60 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 		Network:     p.AllowNetwork,
 		Limits:      p.Limits,
 		LandlockABI: s.iso.LandlockABI,
-		CgroupFD:    -1,
 	}
-	var cgProcs *os.File
-	if s.cg != nil {
+	writable := []string{p.Workspace, tmp}
+	switch {
+	case s.driver == DriverBwrap:
+		// bwrap makes the view, covers included; a root run keeps its
+		// capabilities in there, so the helper makes every mount but the
+		// writable binds read-only (bwrap's device nodes are not).
+		if s.iso.Root {
+			cfg.Mounts = &mountView{Writable: writable, Private: true}
+		}
+	case s.iso.MountNS:
+		cfg.Mounts = &mountView{Writable: writable, Hidden: append([]string{root}, s.hidden...), Private: true}
+	default:
+		cfg.DenyMetadata = true
+	}
+	cfg.Init = s.driver != DriverBwrap && s.iso.PidNS
+	if p.ReadOnlyWorkspace {
+		// After Init: init is the helper exec'd again, so it needs the
+		// helper's files too.
+		var serr *StartError
+		if cfg.Runtime, serr = s.runtimeFiles(cmd, cfg.Init); serr != nil {
+			return nil, serr
+		}
+		cfg.ReadOnly = true
+	}
+	// The limits' cgroups, which the helper joins just before exec through
+	// fds of their cgroup.procs: a memory cgroup (else the helper sets
+	// RLIMIT_AS) and a pids cgroup.
+	var cgProcs []*os.File
+	addCgroup := func(root *cgroupRoot, limit int64) error {
 		name := fmt.Sprintf("run-%d-%s-%d", os.Getpid(), s.token, s.seq.Add(1))
-		cg, err := s.cg.create(name, p.Limits.MaxProcesses)
+		cg, err := root.create(name, limit)
 		if err != nil {
+			return err
+		}
+		r.cgs = append(r.cgs, cg)
+		f, err := cg.openProcs()
+		if err != nil {
+			return err
+		}
+		r.files = append(r.files, f)
+		cgProcs = append(cgProcs, f)
+		return nil
+	}
+	if s.memcg != nil && p.Limits.MaxMemoryBytes > 0 {
+		if err := addCgroup(s.memcg, p.Limits.MaxMemoryBytes); err != nil {
 			return nil, &StartError{Stage: "cgroup", Err: err}
 		}
-		r.cg = cg
-		if cgProcs, err = cg.openProcs(); err != nil {
+		cfg.Limits.MaxMemoryBytes = 0
+	}
+	if s.cg != nil {
+		if err := addCgroup(s.cg, int64(p.Limits.MaxProcesses)); err != nil {
 			return nil, &StartError{Stage: "cgroup", Err: err}
 		}
-		r.files = append(r.files, cgProcs)
 	} else if p.Limits.MaxProcesses > 0 {
 		cfg.NProc = p.Limits.MaxProcesses
 	}
@@ -654,8 +779,8 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 		return 2 + len(extra)
 	}
 	cfgFD, statusFD := fdOf(cfgR), fdOf(statusW)
-	if cgProcs != nil {
-		cfg.CgroupFD = fdOf(cgProcs)
+	for _, f := range cgProcs {
+		cfg.CgroupFDs = append(cfg.CgroupFDs, fdOf(f))
 	}
 	helperArgs := []string{HelperArg, strconv.Itoa(cfgFD), strconv.Itoa(statusFD)}
 
@@ -668,9 +793,9 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 			return nil, &StartError{Stage: "start", Err: err}
 		}
 		cmd.Path = s.iso.Bwrap
-		cmd.Args = append(s.bwrapArgs(p, cmd.Dir, tmp), append([]string{helper}, helperArgs...)...)
+		cmd.Args = append(s.bwrapArgs(p, cmd.Dir, root, tmp), append([]string{helper}, helperArgs...)...)
 		// bwrap makes the namespaces; --die-with-parent is its Pdeathsig.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = s.cloneAttr(0)
 	} else {
 		cmd.Path = s.helper
 		cmd.Args = append([]string{"troupe-sandbox"}, helperArgs...)
@@ -691,8 +816,8 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 	// the helper (and everything that inherited it) exec'd or died.
 	cfgR.Close()
 	statusW.Close()
-	if cgProcs != nil {
-		cgProcs.Close()
+	for _, f := range cgProcs {
+		f.Close()
 	}
 	r.files = []*os.File{cfgW, statusR}
 
@@ -728,7 +853,7 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 		se.Stderr = strings.Join(diag, "; ")
 		return nil, se
 	}
-	return &Process{pid: cmd.Process.Pid, cg: r.cg, tmp: tmp, log: s.log}, nil
+	return &Process{pid: cmd.Process.Pid, cgs: r.cgs, tmp: tmp, log: s.log}, nil
 }
 
 // helperEnv is the helper's whole environment. The target's environment
@@ -759,19 +884,36 @@ func parseStatus(status []byte) *StartError {
 
 // bwrapArgs are bubblewrap's arguments up to and including "--": the
 // whole filesystem read-only, a fresh /dev and /proc (in a new pid
-// namespace), the workspace and the private temp dir writable. No
-// --new-session: the target must stay in our process group, so that
-// killing the group kills the run.
-func (s *Sandbox) bwrapArgs(p Policy, dir, tmp string) []string {
+// namespace), troupe's temp root and Options.Hidden covered, the workspace
+// and the private temp dir writable. No --new-session: bwrap itself starts
+// a session of its own (cloneAttr), so the run has no controlling terminal
+// and stays in the process group the runner kills.
+func (s *Sandbox) bwrapArgs(p Policy, dir, root, tmp string) []string {
 	args := []string{s.iso.Bwrap,
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
+	}
+	var covered []string
+	for _, h := range append([]string{root}, s.hidden...) {
+		fi, err := os.Lstat(h)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			args = append(args, "--tmpfs", h)
+			covered = append(covered, h)
+		default:
+			args = append(args, "--ro-bind", "/dev/null", h)
+		}
+	}
+	args = append(args,
 		"--bind", p.Workspace, p.Workspace,
 		"--bind", tmp, tmp,
-		"--unshare-pid", "--unshare-ipc",
-		"--die-with-parent",
+	)
+	for _, h := range covered {
+		args = append(args, "--remount-ro", h)
 	}
+	args = append(args, "--unshare-pid", "--unshare-ipc", "--die-with-parent")
 	if !p.AllowNetwork {
 		args = append(args, "--unshare-net")
 	}
@@ -781,6 +923,63 @@ func (s *Sandbox) bwrapArgs(p Policy, dir, tmp string) []string {
 		}
 	}
 	return append(args, "--")
+}
+
+// ensureTempRoot makes (once) troupe's temp root, which holds every run's
+// private temp dir.
+func (s *Sandbox) ensureTempRoot() (string, error) {
+	s.rootMu.Lock()
+	defer s.rootMu.Unlock()
+	if s.tempRoot != "" {
+		return s.tempRoot, nil
+	}
+	root, err := MakeTempRoot(s.tempDir)
+	if err != nil {
+		return "", err
+	}
+	s.tempRoot = root
+	return root, nil
+}
+
+// MakeTempRoot makes troupe's temp root in tempDir (TempRoot), mode 0700,
+// unless it exists, and returns it. It is shared by the servers of one
+// user and hidden from their runs; one that exists must be a real
+// directory of ours that nobody else can enter, or a run's temp dir (or a
+// spool in it) could be planted or watched by another user.
+func MakeTempRoot(tempDir string) (string, error) {
+	root := TempRoot(tempDir)
+	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("make the temp root: %w", err)
+	}
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return "", fmt.Errorf("temp root: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if uid := os.Getuid(); !fi.IsDir() || !ok || int(st.Uid) != uid || fi.Mode().Perm()&0o077 != 0 {
+		return "", safeError(fmt.Sprintf("troupe's temp root %s must be a directory of uid %d with mode 0700; remove it or set TMPDIR elsewhere", root, uid))
+	}
+	return root, nil
+}
+
+// resolvedPaths makes paths absolute and resolves the symlinks of those
+// that exist, so they compare with the paths mounts and Landlock see.
+func resolvedPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		out = append(out, abs)
+	}
+	return out
 }
 
 // targetEnv is the target's environment: cmd.Env (or ours, as os/exec

@@ -27,7 +27,7 @@ import (
 // shell and python, nothing of the test process's own. GORACE spares the
 // probe program (this binary, built with -race) the race runtime's
 // one-second sleep at exit.
-var testEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "GORACE=atexit_sleep_ms=0"}
+var testEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "GORACE=atexit_sleep_ms=0", "TROUPE_TEST_SERVER_PID=" + strconv.Itoa(os.Getpid())}
 
 // newSandbox makes a Sandbox for a test, logging into the test log.
 func newSandbox(t testing.TB, driver string) *Sandbox {
@@ -259,8 +259,8 @@ func testFilesystemEscapes(t *testing.T, driver string) {
 					t.Fatalf("private temp dir: %v", r)
 				}
 				tmp := strings.TrimSpace(r.stdout[strings.Index(r.stdout, "tmp=")+4:])
-				if filepath.Dir(tmp) != s.tempDir || !strings.HasPrefix(filepath.Base(tmp), "troupe-run-") {
-					t.Errorf("TMPDIR = %q, want a private dir in %s", tmp, s.tempDir)
+				if filepath.Dir(tmp) != s.tempRoot || !strings.HasPrefix(filepath.Base(tmp), "run-") {
+					t.Errorf("TMPDIR = %q, want a private dir in %s", tmp, s.tempRoot)
 				}
 				if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("private temp dir %s survived Release: %v", tmp, err)
@@ -385,7 +385,7 @@ func TestSyscallEscapes(t *testing.T) {
 	requireEnforceable(t, s, policy(ProfileDefault, ws))
 	actions := []string{"ptrace", "io_uring", "keyring", "personality"}
 	if s.Isolation().LandlockABI >= 6 {
-		actions = append(actions, "signal-parent")
+		actions = append(actions, "signal-server")
 	}
 	for _, action := range actions {
 		for _, prof := range profiles {
@@ -512,8 +512,8 @@ func TestForkBombIsLimited(t *testing.T) {
 			n, _ := strconv.Atoi(strings.TrimSpace(out.String()))
 			t.Logf("%s: %d children started (%v)", prof, n, werr)
 			var survivors []int
-			if proc.cg != nil {
-				survivors, _ = proc.cg.members()
+			if proc.pidsCgroup() != nil {
+				survivors, _ = proc.pidsCgroup().members()
 			}
 			if err := proc.Release(); err != nil {
 				t.Fatal(err)
@@ -527,12 +527,12 @@ func TestForkBombIsLimited(t *testing.T) {
 			if werr != nil || n <= 0 || n >= 64 {
 				t.Fatalf("confined: %d children (want 1..63), %v: %s", n, werr, out.String())
 			}
-			if proc.cg != nil {
+			if proc.pidsCgroup() != nil {
 				if len(survivors) != n {
 					t.Errorf("cgroup had %d members before Release, want the %d children", len(survivors), n)
 				}
-				if _, err := os.Stat(proc.cg.dir); !errors.Is(err, os.ErrNotExist) {
-					t.Errorf("cgroup %s survived Release", proc.cg.dir)
+				if _, err := os.Stat(proc.pidsCgroup().dir); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("cgroup %s survived Release", proc.pidsCgroup().dir)
 				}
 				assertGone(t, survivors)
 			}
@@ -653,8 +653,8 @@ func testKillTree(t *testing.T, driver string) {
 // one, else the process group's.
 func treeOf(t *testing.T, proc *Process) []int {
 	t.Helper()
-	if proc.cg != nil {
-		pids, err := proc.cg.members()
+	if proc.pidsCgroup() != nil {
+		pids, err := proc.pidsCgroup().members()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -703,8 +703,8 @@ func TestReleaseRemovesEverything(t *testing.T) {
 	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("temp dir survived: %v", err)
 	}
-	if proc.cg != nil {
-		if _, err := os.Stat(proc.cg.dir); !errors.Is(err, os.ErrNotExist) {
+	if proc.pidsCgroup() != nil {
+		if _, err := os.Stat(proc.pidsCgroup().dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("cgroup survived: %v", err)
 		}
 	}
@@ -833,7 +833,7 @@ func TestStartErrors(t *testing.T) {
 		}
 	})
 	t.Run("missing temp dir parent", func(t *testing.T) {
-		s2, err := New(Options{TempDir: filepath.Join(ws, "no-such-dir")})
+		s2, err := New(Options{TempDir: filepath.Join(t.TempDir(), "no-such-dir")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -920,7 +920,7 @@ func TestCallerFilesAndEnv(t *testing.T) {
 	}
 	o := out.String()
 	t.Log(o)
-	if !strings.Contains(o, "A=2 TMPDIR="+s.tempDir+"/troupe-run-") || strings.Contains(o, "TMPDIR=/tmp ") {
+	if !strings.Contains(o, "A=2 TMPDIR="+TempRoot(s.tempDir)+"/run-") || strings.Contains(o, "TMPDIR=/tmp ") {
 		t.Errorf("environment: %s", o)
 	}
 
@@ -945,15 +945,18 @@ func TestCallerFilesAndEnv(t *testing.T) {
 	var got string
 	var links []string
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", proc.Pid()))
+		// In init mode (a PID namespace) the target is the helper's
+		// grandchild.
+		pid := descendantNamed(proc.Pid(), "sleep")
+		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		var fds []string
 		links = links[:0]
 		for _, e := range entries {
 			fds = append(fds, e.Name())
-			l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", proc.Pid(), e.Name()))
+			l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
 			links = append(links, e.Name()+"->"+l)
 		}
 		if got = strings.Join(fds, " "); got == "0 1 2 3" {
@@ -1077,4 +1080,37 @@ func TestDynamicallyLinked(t *testing.T) {
 			t.Errorf("%s: reported dynamically linked", p)
 		}
 	}
+}
+
+// descendantNamed is pid or the first of its descendants whose comm is
+// name; pid when there is none.
+func descendantNamed(pid int, name string) int {
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); err == nil && strings.TrimSpace(string(comm)) == name {
+			return p
+		}
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		for _, task := range tasks {
+			children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, task.Name()))
+			for _, f := range strings.Fields(string(children)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return pid
+}
+
+// pidsCgroup is the run's pids cgroup, nil without one.
+func (p *Process) pidsCgroup() *runCgroup {
+	for _, cg := range p.cgs {
+		if cg.controller == "pids" {
+			return cg
+		}
+	}
+	return nil
 }

@@ -35,6 +35,9 @@ func (s *Sandbox) Isolation() Isolation { return s.iso }
 // Check accepts ProfileNone and refuses the confining profiles.
 func (s *Sandbox) Check(p Policy) error {
 	const orNone = `set sandbox_profile = "none" for this tool`
+	if p.ReadOnlyWorkspace {
+		return &UnenforceableError{Profile: p.Profile, Reason: "a read-only workspace run needs Landlock, which only Linux has"}
+	}
 	switch p.Profile {
 	case ProfileNone:
 		return nil

@@ -24,7 +24,15 @@ import (
 //     off) fail with EPERM;
 //   - when the network is off, socket and socketpair fail with EPERM unless
 //     the domain is AF_UNIX. This is what turns UDP, raw sockets and every
-//     other family off on kernels whose Landlock (ABI < 10) only knows TCP.
+//     other family off on kernels whose Landlock (ABI < 10) only knows TCP;
+//   - ioctl TIOCSTI (push bytes into a terminal's input, as if typed) and
+//     TIOCLINUX (its console twin) fail with EPERM: a run has no
+//     controlling terminal (every program troupe starts begins a new
+//     session), and this closes the door for a terminal fd it got anyway;
+//   - with denyMetadata (no read-only mount view could be made: see
+//     mounts_linux.go), every chmod, chown, utimes and xattr change fails
+//     with EPERM, inside the workspace too, since a filter cannot tell
+//     where a path leads.
 
 // seccomp_data offsets (struct seccomp_data in linux/seccomp.h): nr, arch,
 // instruction pointer, then six 64-bit arguments. Arguments are compared
@@ -34,6 +42,7 @@ const (
 	offNr         = 0
 	offArch       = 4
 	offArg0Low    = 16
+	offArg1Low    = 24
 	x32SyscallBit = 0x40000000
 )
 
@@ -45,6 +54,14 @@ const (
 	lblKill
 	lblPersonality
 	lblSocket
+	lblIoctl
+)
+
+// Terminal ioctls no run may make (asm-generic/ioctls.h; the same numbers
+// on x86-64 and arm64).
+const (
+	ioctlTIOCSTI   = 0x5412
+	ioctlTIOCLINUX = 0x541C
 )
 
 type bpfIns struct {
@@ -64,9 +81,9 @@ func labelled(label int, i bpfIns) bpfIns {
 	return i
 }
 
-// seccompFilter builds the filter for arch (an AUDIT_ARCH_ value) and the
-// network setting.
-func seccompFilter(arch uint32, x32 bool, network bool) ([]unix.SockFilter, error) {
+// seccompFilter builds the filter for arch (an AUDIT_ARCH_ value), the
+// network setting and whether metadata changes are refused.
+func seccompFilter(arch uint32, x32 bool, network, denyMetadata bool) ([]unix.SockFilter, error) {
 	ld := func(off uint32) bpfIns { return stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, off) }
 	ret := func(v uint32) bpfIns { return stmt(unix.BPF_RET|unix.BPF_K, v) }
 
@@ -78,10 +95,17 @@ func seccompFilter(arch uint32, x32 bool, network bool) ([]unix.SockFilter, erro
 	if x32 {
 		p = append(p, bpfIns{ins: unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, K: x32SyscallBit}, jt: lblDeny})
 	}
-	for _, nr := range deniedSyscalls() {
+	denied := deniedSyscalls()
+	if denyMetadata {
+		denied = append(denied, metadataSyscalls()...)
+	}
+	for _, nr := range denied {
 		p = append(p, jeq(uint32(nr), lblDeny, lblNone))
 	}
-	p = append(p, jeq(unix.SYS_PERSONALITY, lblPersonality, lblNone))
+	p = append(p,
+		jeq(unix.SYS_PERSONALITY, lblPersonality, lblNone),
+		jeq(unix.SYS_IOCTL, lblIoctl, lblNone),
+	)
 	if !network {
 		p = append(p,
 			jeq(unix.SYS_SOCKET, lblSocket, lblNone),
@@ -96,6 +120,10 @@ func seccompFilter(arch uint32, x32 bool, network bool) ([]unix.SockFilter, erro
 		jeq(0xffffffff, lblAllow, lblDeny),
 		labelled(lblSocket, ld(offArg0Low)),
 		jeq(unix.AF_UNIX, lblAllow, lblDeny),
+		// ioctl's request is an unsigned int: its low 32 bits are all of it.
+		labelled(lblIoctl, ld(offArg1Low)),
+		jeq(ioctlTIOCSTI, lblDeny, lblNone),
+		jeq(ioctlTIOCLINUX, lblDeny, lblAllow),
 		labelled(lblAllow, ret(unix.SECCOMP_RET_ALLOW)),
 		labelled(lblDeny, ret(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))),
 		labelled(lblKill, ret(unix.SECCOMP_RET_KILL_PROCESS)),
@@ -147,13 +175,35 @@ func deniedSyscalls() []uintptr {
 	}
 }
 
+// metadataSyscalls change a file's mode, owner, times or extended
+// attributes: refused with denyMetadata. legacyMetadataSyscalls are the
+// architecture's older forms (chmod, chown, utime, ... on x86-64).
+func metadataSyscalls() []uintptr {
+	return append([]uintptr{
+		unix.SYS_FCHMOD,
+		unix.SYS_FCHMODAT,
+		unix.SYS_FCHMODAT2,
+		unix.SYS_FCHOWN,
+		unix.SYS_FCHOWNAT,
+		unix.SYS_UTIMENSAT,
+		unix.SYS_SETXATTR,
+		unix.SYS_LSETXATTR,
+		unix.SYS_FSETXATTR,
+		unix.SYS_SETXATTRAT,
+		unix.SYS_REMOVEXATTR,
+		unix.SYS_LREMOVEXATTR,
+		unix.SYS_FREMOVEXATTR,
+		unix.SYS_REMOVEXATTRAT,
+	}, legacyMetadataSyscalls...)
+}
+
 // installSeccomp loads the filter into every thread of the calling process
 // (TSYNC), so whichever thread execs carries it. no_new_privs must be set.
-func installSeccomp(network bool) error {
+func installSeccomp(network, denyMetadata bool) error {
 	if seccompArch == 0 {
 		return fmt.Errorf("seccomp: unsupported architecture")
 	}
-	filter, err := seccompFilter(seccompArch, seccompX32, network)
+	filter, err := seccompFilter(seccompArch, seccompX32, network, denyMetadata)
 	if err != nil {
 		return err
 	}

@@ -8,3 +8,10 @@ const (
 	seccompArch = unix.AUDIT_ARCH_X86_64
 	seccompX32  = true
 )
+
+// legacyMetadataSyscalls are x86-64's path forms of metadata changes that
+// arm64 never had.
+var legacyMetadataSyscalls = []uintptr{
+	unix.SYS_CHMOD, unix.SYS_CHOWN, unix.SYS_LCHOWN,
+	unix.SYS_UTIME, unix.SYS_UTIMES, unix.SYS_FUTIMESAT,
+}

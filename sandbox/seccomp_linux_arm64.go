@@ -8,3 +8,6 @@ const (
 	seccompArch = unix.AUDIT_ARCH_AARCH64
 	seccompX32  = false
 )
+
+// legacyMetadataSyscalls: arm64 has only the *at forms.
+var legacyMetadataSyscalls []uintptr

@@ -9,3 +9,6 @@ const (
 	seccompArch = 0
 	seccompX32  = false
 )
+
+// legacyMetadataSyscalls: no filter is written for this architecture.
+var legacyMetadataSyscalls []uintptr

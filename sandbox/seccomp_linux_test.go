@@ -26,9 +26,13 @@ func TestSeccompFilterLogic(t *testing.T) {
 		arch uint32
 		nr   uint32
 		arg0 uint32
+		arg1 uint32
 	}
 	native := func(name string, nr uintptr, arg0 uint32) call {
-		return call{name, seccompArch, uint32(nr), arg0}
+		return call{name, seccompArch, uint32(nr), arg0, 0}
+	}
+	ioctl := func(name string, request uint32) call {
+		return call{name, seccompArch, unix.SYS_IOCTL, 0, request}
 	}
 	cases := []struct {
 		c           call
@@ -56,7 +60,12 @@ func TestSeccompFilterLogic(t *testing.T) {
 		{native("personality(query)", unix.SYS_PERSONALITY, 0xffffffff), allow, allow},
 		{native("personality(PER_LINUX)", unix.SYS_PERSONALITY, 0), allow, allow},
 		{native("personality(ADDR_NO_RANDOMIZE)", unix.SYS_PERSONALITY, 0x0040000), eperm, eperm},
-		{call{"foreign arch", unix.AUDIT_ARCH_I386, 0, 0}, kill, kill},
+		{call{"foreign arch", unix.AUDIT_ARCH_I386, 0, 0, 0}, kill, kill},
+		{ioctl("ioctl(TIOCSTI)", unix.TIOCSTI), eperm, eperm},
+		{ioctl("ioctl(TIOCLINUX)", unix.TIOCLINUX), eperm, eperm},
+		{ioctl("ioctl(TCGETS)", unix.TCGETS), allow, allow},
+		{ioctl("ioctl(TIOCGWINSZ)", unix.TIOCGWINSZ), allow, allow},
+		{native("fchmodat", unix.SYS_FCHMODAT, 0), allow, allow},
 	}
 	if seccompX32 {
 		cases = append(cases, struct {
@@ -65,7 +74,7 @@ func TestSeccompFilterLogic(t *testing.T) {
 		}{native("x32 socket", x32SyscallBit|unix.SYS_SOCKET, unix.AF_INET), eperm, eperm})
 	}
 	for _, network := range []bool{false, true} {
-		filter, err := seccompFilter(seccompArch, seccompX32, network)
+		filter, err := seccompFilter(seccompArch, seccompX32, network, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,6 +97,7 @@ func TestSeccompFilterLogic(t *testing.T) {
 			binary.BigEndian.PutUint32(data[offNr:], c.c.nr)
 			binary.BigEndian.PutUint32(data[offArch:], c.c.arch)
 			binary.BigEndian.PutUint32(data[offArg0Low:], c.c.arg0)
+			binary.BigEndian.PutUint32(data[offArg1Low:], c.c.arg1)
 			got, err := vm.Run(data)
 			if err != nil {
 				t.Fatal(err)
@@ -99,6 +109,52 @@ func TestSeccompFilterLogic(t *testing.T) {
 			if uint32(got) != want {
 				t.Errorf("network=%v %s: got %#x, want %#x", network, c.c.name, uint32(got), want)
 			}
+		}
+	}
+}
+
+// TestSeccompDenyMetadata checks the fallback for kernels without the
+// mount view: every call that changes a file's mode, owner, times or
+// extended attributes is refused, and nothing else is.
+func TestSeccompDenyMetadata(t *testing.T) {
+	if seccompArch == 0 {
+		t.Skip("no filter for this architecture")
+	}
+	run := func(deny bool, nr uintptr) uint32 {
+		filter, err := seccompFilter(seccompArch, seccompX32, false, deny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := make([]bpf.RawInstruction, len(filter))
+		for i, f := range filter {
+			raw[i] = bpf.RawInstruction{Op: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
+		}
+		insns, _ := bpf.Disassemble(raw)
+		vm, err := bpf.NewVM(insns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, 64)
+		binary.BigEndian.PutUint32(data[offNr:], uint32(nr))
+		binary.BigEndian.PutUint32(data[offArch:], seccompArch)
+		got, err := vm.Run(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint32(got)
+	}
+	eperm := unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	for _, nr := range metadataSyscalls() {
+		if got := run(true, nr); got != eperm {
+			t.Errorf("syscall %d with denyMetadata: %#x, want EPERM", nr, got)
+		}
+		if got := run(false, nr); got != unix.SECCOMP_RET_ALLOW {
+			t.Errorf("syscall %d without denyMetadata: %#x, want allow", nr, got)
+		}
+	}
+	for _, nr := range []uintptr{unix.SYS_OPENAT, unix.SYS_WRITE, unix.SYS_FSTAT, unix.SYS_RENAMEAT} {
+		if got := run(true, nr); got != unix.SECCOMP_RET_ALLOW {
+			t.Errorf("syscall %d with denyMetadata: %#x, want allow", nr, got)
 		}
 	}
 }

@@ -245,7 +245,17 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		return 2
 	}
 
-	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log})
+	// Runs must not read troupe's own files: the sandbox hides them, and
+	// the sessions' spools live in its hidden temp root unless configured
+	// elsewhere.
+	spoolDir := cfg.Output.SpoolDir
+	if spoolDir == "" {
+		if spoolDir, err = sandbox.MakeTempRoot(""); err != nil {
+			log.Error("cannot make troupe's temp dir", "err", err)
+			return 1
+		}
+	}
+	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log, Hidden: cfg.OwnPaths()})
 	if err != nil {
 		log.Error("cannot set up the process sandbox", "err", err)
 		return 1
@@ -285,7 +295,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			MaxInFlight:  cfg.Limits.MaxInFlight,
 			CallTimeout:  cfg.Limits.CallTimeout,
 			Gate:         gate.Policy{Timeout: cfg.Approvals.Timeout, Trust: cfg.Approvals.Trust},
-			SpoolDir:     cfg.Output.SpoolDir,
+			SpoolDir:     spoolDir,
 			Spool: spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
 				MaxStoreBytes: cfg.Output.MaxSessionSpoolBytes, MaxOutputs: cfg.Output.MaxOutputsPerSession},
 		},
@@ -684,7 +694,7 @@ func commandTools(cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox
 // sandboxLimits are the [sandbox] resource limits of every run.
 func sandboxLimits(cfg *config.Config) sandbox.Limits {
 	return sandbox.Limits{MaxProcesses: cfg.Sandbox.MaxProcesses, MaxFileBytes: cfg.Sandbox.MaxFileBytes,
-		MaxOpenFiles: cfg.Sandbox.MaxOpenFiles, CPUSeconds: cfg.Sandbox.CPUSeconds}
+		MaxOpenFiles: cfg.Sandbox.MaxOpenFiles, CPUSeconds: cfg.Sandbox.CPUSeconds, MaxMemoryBytes: cfg.Sandbox.MaxMemoryBytes}
 }
 
 // openAudit opens the audit log [audit] asks for; nil when it is off.

@@ -1,0 +1,184 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// The mount view of a confined run.
+//
+// Landlock decides who may write a file's contents and create or remove
+// names, but not who may change a file's metadata: chmod, chown, utimes and
+// extended attributes pass it. A root server's run (uid 0 without
+// capabilities, still the owner of root's files) could set the setuid bit
+// of a binary outside the workspace. So the builtin driver's helper starts
+// in a mount namespace of its own and, before anything else, makes every
+// mount read-only (mount_setattr with AT_RECURSIVE, Linux 5.12+) except
+// detached copies of the writable directories (open_tree clones) that it
+// moves back over their own paths. On a read-only mount the kernel refuses
+// every metadata change (EROFS), whoever asks; inside the workspace
+// everything still works (chmod +x build.sh).
+//
+// The same namespace hides what a run must not read although Landlock lets
+// it read the whole filesystem: troupe's own temp root (every run's
+// private temp dir and, by default, the sessions' spools) and whatever the
+// server names in Options.Hidden (a spool dir elsewhere, the audit log,
+// the config file). A hidden directory is covered by an empty read-only
+// tmpfs, a hidden file by /dev/null; a writable directory beneath a hidden
+// one (the run's own temp dir beneath the temp root) is cloned before the
+// cover goes on and moved onto a mount point made in the cover.
+//
+// Under bubblewrap the namespace and the covers come from bwrap's
+// arguments; bwrap keeps a root run's capabilities, so the helper then
+// only makes everything but the writable binds read-only (bwrap's --dev
+// binds the host's device nodes read-write: a root run could chmod
+// /dev/null for the whole host).
+
+// mountView is what setupMountView needs to know.
+type mountView struct {
+	// Writable are the directories that stay writable: the workspace and
+	// the run's temp dir (absolute, symlinks resolved).
+	Writable []string
+	// Hidden are covered (directories by an empty tmpfs, files by
+	// /dev/null). Paths that do not exist are skipped.
+	Hidden []string
+	// Private makes every mount private first, so nothing done here
+	// propagates to the server's namespace. A fresh namespace made with
+	// CLONE_NEWNS shares the peer groups of the one it was copied from.
+	Private bool
+}
+
+// setupMountView turns the calling process's mount namespace (a fresh one)
+// into the run's view: hidden paths covered, everything read-only except
+// the writable directories. It needs CAP_SYS_ADMIN in the namespace's
+// user namespace.
+func setupMountView(v mountView) error {
+	if v.Private {
+		if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("make mounts private: %w", err)
+		}
+	}
+	trees := make([]int, len(v.Writable))
+	for i := range trees {
+		trees[i] = -1
+	}
+	defer func() {
+		for _, fd := range trees {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	}()
+	clone := func(i int) error {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, v.Writable[i], unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone the mount of %s: %w", v.Writable[i], err)
+		}
+		trees[i] = fd
+		return nil
+	}
+	// A writable directory beneath a hidden one is cloned before the cover
+	// hides it; the others after, so that a cover inside them (never
+	// planned: Check refuses it) would at least be part of their clone.
+	for i, w := range v.Writable {
+		if underAny(w, v.Hidden) {
+			if err := clone(i); err != nil {
+				return err
+			}
+		}
+	}
+	for _, h := range v.Hidden {
+		if err := cover(h, v.Writable); err != nil {
+			return err
+		}
+	}
+	for i := range v.Writable {
+		if trees[i] < 0 {
+			if err := clone(i); err != nil {
+				return err
+			}
+		}
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("make every mount read-only: %w", err)
+	}
+	for i, w := range v.Writable {
+		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, w, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("mount %s writable: %w", w, err)
+		}
+	}
+	// The working directory still points into the read-only mount that
+	// was there before; going there again by name lands in the new one.
+	if wd, err := os.Getwd(); err == nil {
+		if err := unix.Chdir(wd); err != nil {
+			return fmt.Errorf("chdir %s: %w", wd, err)
+		}
+	}
+	return nil
+}
+
+// cover hides path: a directory under an empty tmpfs (read-only, with mount
+// points made for the writable directories beneath it), a file under
+// /dev/null. A path that does not exist needs no cover.
+func cover(path string, writable []string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("hide %s: %w", path, err)
+	}
+	if !fi.IsDir() {
+		if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("hide %s: %w", path, err)
+		}
+		return nil
+	}
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	if err := unix.Mount("tmpfs", path, "tmpfs", flags, "mode=0755,size=16k,nr_inodes=64"); err != nil {
+		return fmt.Errorf("hide %s: %w", path, err)
+	}
+	for _, w := range writable {
+		if inside(w, path) && w != path {
+			if err := os.MkdirAll(w, 0o755); err != nil {
+				return fmt.Errorf("mount point %s: %w", w, err)
+			}
+		}
+	}
+	if err := unix.Mount("", path, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|flags, ""); err != nil {
+		return fmt.Errorf("hide %s read-only: %w", path, err)
+	}
+	return nil
+}
+
+// inside reports whether path is dir or lies beneath it (both clean and
+// absolute).
+func inside(path, dir string) bool {
+	_, ok := within(dir, path)
+	return ok
+}
+
+func underAny(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if inside(path, d) && path != d {
+			return true
+		}
+	}
+	return false
+}
+
+// probeMountView checks, in a fresh mount namespace, that the mount API
+// setupMountView uses works here (open_tree, mount_setattr: Linux 5.12+).
+// Nothing is created: the temp dir is cloned and moved back over itself.
+func probeMountView() error {
+	dir, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		return err
+	}
+	return setupMountView(mountView{Writable: []string{dir}, Private: true})
+}
