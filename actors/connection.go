@@ -24,6 +24,36 @@ import (
 // (its request type goes through a map and re-encodes the params), which
 // was a fifth of the CPU of a busy session, and a server that matches its
 // own responses (the session does) needs nothing else from it.
+//
+// Back-pressure: the stream counts the requests the read loop has taken
+// whose responses are not written yet, and the read loop reads no further
+// line while max_in_flight+pendingMargin are owed
+// (framing.Options.MaxPending); once paused it waits until at most
+// max_in_flight+pendingMargin/2 are owed (ResumeAt), so reads and writes
+// resume in runs, not one per answer. A client that stops reading stdout
+// fills the pipe, writes block, answers stop being written, and soon
+// troupe stops reading stdin: the pipe to troupe fills and the client's
+// own writes block. Every request read is still answered once the client
+// reads. Memory stays bounded: at most that many requests (plus the
+// members of one batch line) and their answers wait in the session's and
+// this actor's mailboxes; a call's notifications are bounded by its
+// reporter's flow (maxUnwrittenBytes); and the stream's write buffer is
+// written out whenever it holds flushBytes.
+//
+// The margin keeps a client that does read from waiting on it: only calls
+// in flight (at most max_in_flight) hold their slot for long, every other
+// request is answered at once, so the margin is free for what the client
+// sends while calls run (notifications/cancelled and answers to
+// elicitations take no slot; pings take one briefly). Nothing can
+// deadlock on the pause: it needs that many answers unwritten, which
+// happens only while the client does not read; once it reads, writes
+// finish, slots free and reading resumes, at the latest when only the
+// calls in flight are owed (ResumeAt lies above max_in_flight), so a call
+// waiting for the client's answer never holds the reader back. (A
+// 2025-03-26 batch holds its answers until all are in, but that revision
+// has no elicitation.) Cancelled calls free their slot through
+// *Unanswered; when the output closes (the connection stops) a paused
+// read loop ends.
 type connection struct {
 	in          io.Reader
 	out         io.WriteCloser
@@ -41,9 +71,24 @@ type connection struct {
 // flushOutput makes the connection write the messages it queued.
 type flushOutput struct{ quiet }
 
-// flush writes the queued messages and then tells their senders.
+// pendingMargin is how many requests beyond limits.max_in_flight a client
+// may have sent whose answers are not written yet before troupe stops
+// reading its input (see connection).
+const pendingMargin = 256
+
+// flushBytes is how much the stream may hold for the next write before the
+// connection writes it without waiting for its flushOutput: a long run of
+// queued answers goes out in pieces instead of one buffer the size of all.
+const flushBytes = 256 << 10
+
+// flush answers flushOutput: it writes the queued messages.
 func (c *connection) flush() {
 	c.flushing = false
+	c.writeQueued()
+}
+
+// writeQueued writes the queued messages and then tells their senders.
+func (c *connection) writeQueued() {
 	if err := c.stream.Flush(); err != nil {
 		c.log.Debug("write failed", "err", err)
 	}
@@ -80,6 +125,10 @@ func (c *connection) Receive(ctx actor.Context) {
 		}
 		if msg.Written != nil {
 			c.written = append(c.written, msg.Written)
+		}
+		if c.stream.Buffered() >= flushBytes {
+			c.writeQueued() // a flushOutput on its way finds less, or nothing
+			return
 		}
 		if !c.flushing {
 			c.flushing = true
@@ -119,7 +168,8 @@ func (c *connection) Receive(ctx actor.Context) {
 }
 
 func (c *connection) start(ctx actor.Context) {
-	c.stream = framing.New(c.in, c.out, framing.Options{MaxLineBytes: c.opts.maxLineBytes, Logger: c.log})
+	c.stream = framing.New(c.in, c.out, framing.Options{MaxLineBytes: c.opts.maxLineBytes, Logger: c.log,
+		MaxPending: c.sessionOpts.MaxInFlight + pendingMargin, ResumeAt: c.sessionOpts.MaxInFlight + pendingMargin/2})
 	var err error
 	c.session, err = ctx.SpawnNamed(c.opts.exec.longLivedProps(newSession(c.sessionOpts, c.log, c.opts.exec)), sessionName)
 	if err != nil {
@@ -127,8 +177,10 @@ func (c *connection) start(ctx actor.Context) {
 	}
 	root, session, self, stream := ctx.ActorSystem().Root, c.session, ctx.Self(), c.stream
 	// The read loop only forwards, so it never waits on the session and
-	// wire order is kept (a cancellation arrives after its call). It ends
-	// when the input does.
+	// wire order is kept (a cancellation arrives after its call). It waits
+	// only in ReadMessage, while the client is owed too much (see
+	// connection). It ends when the input does, or when the output has
+	// closed while it waited.
 	go func() {
 		for {
 			m, err := stream.ReadMessage()

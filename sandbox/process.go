@@ -250,7 +250,9 @@ func (e *UnenforceableError) Error() string {
 // helper's own diagnostics, which are for the server log and may name host
 // paths.
 type StartError struct {
-	// Stage is where it failed: "policy", "command", "tempdir", "cgroup",
+	// Stage is where it failed: "policy", "command", "tempdir",
+	// "runtime" (the files a read-only run's program needs to start could
+	// not be worked out), "cgroup",
 	// "start" (the helper or bwrap could not be started), "helper" (it
 	// died before reporting), "rlimit", "capabilities", "landlock",
 	// "seccomp", "cgroup-join" or "exec".

@@ -636,7 +636,7 @@ func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (*Process, error) {
 func (s *Sandbox) startNone(cmd *exec.Cmd) (*Process, error) {
 	// A session of its own, as every program troupe starts: no
 	// controlling terminal to type into.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	NewSession(cmd)
 	if err := cmd.Start(); err != nil {
 		stage := "start"
 		var errno syscall.Errno

@@ -234,7 +234,7 @@ func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream
 	sb := ds.sb
 	c.Start = func(cmd *exec.Cmd) (func(), error) {
 		if profile == sandbox.ProfileNone {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			sandbox.NewSession(cmd)
 			if err := cmd.Start(); err != nil {
 				return nil, err
 			}

@@ -14,6 +14,13 @@
 // enabled with SetBatches, a batch's members are handed on one at a time and
 // their responses are collected and written back as one array, as JSON-RPC
 // requires; otherwise a batch is an invalid request.
+//
+// With Options.MaxPending the stream applies back-pressure: it counts the
+// requests it has handed to its reader whose responses it has not written
+// yet, and reads no further line while that many are owed. A client that
+// stops reading the output is then no longer read either, so what a server
+// holds for it (queued requests, their answers) stays bounded, and every
+// request is still answered once the client reads again.
 package framing
 
 import (
@@ -41,6 +48,22 @@ type Options struct {
 	MaxLineBytes int
 	// Logger receives a debug record for each rejected line; nil discards.
 	Logger *slog.Logger
+	// MaxPending bounds the requests handed to the reader whose responses
+	// have not been written (nor skipped): before reading another line the
+	// reader waits while that many are owed, and then until at most
+	// ResumeAt are. Notifications and responses from the client take no
+	// room. The members of one batch are handed on even past the bound
+	// (their answers go out together, so holding some back could never
+	// end); the line limit bounds a batch. 0 means no bound, for a stream
+	// whose reader is not a server.
+	MaxPending int
+	// ResumeAt is how few requests must be owed before a waiting reader
+	// reads again, so a lagging client is read and answered in runs, not a
+	// message per syscall. It must exceed what may stay owed for long (a
+	// server's calls in flight, which may wait on the client's answers),
+	// or the reader could wait on them. 0 or more than MaxPending-1 means
+	// MaxPending/2.
+	ResumeAt int
 }
 
 // Stream reads and writes newline-delimited JSON-RPC messages. Reads must
@@ -50,6 +73,11 @@ type Stream struct {
 	max     int
 	log     *slog.Logger
 	batches atomic.Bool
+	// maxPending, resumeAt and pending are the back-pressure
+	// (Options.MaxPending, Options.ResumeAt).
+	maxPending int
+	resumeAt   int
+	pending    pending
 
 	// queue holds the valid messages (a line's, or a batch's members) not
 	// yet handed to the reader.
@@ -59,6 +87,7 @@ type Stream struct {
 	w       io.Writer
 	wclosed bool
 	queued  []byte   // lines Queue holds for the next Flush
+	answers int      // responses among the queued lines: pending until written
 	open    []*batch // batches whose responses are still being collected
 }
 
@@ -73,6 +102,7 @@ type checked struct {
 type batch struct {
 	waiting map[jsonrpc2.ID]bool
 	replies [][]byte
+	answers int // replies that answer requests handed to the reader
 }
 
 // New returns a Stream reading r and writing w.
@@ -85,7 +115,24 @@ func New(r io.Reader, w io.Writer, opts Options) *Stream {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Stream{r: bufio.NewReaderSize(r, 64<<10), max: max, log: log, w: w}
+	s := &Stream{r: bufio.NewReaderSize(r, 64<<10), max: max, log: log, w: w,
+		maxPending: opts.MaxPending, resumeAt: opts.ResumeAt}
+	if s.resumeAt <= 0 || s.resumeAt >= s.maxPending {
+		s.resumeAt = s.maxPending / 2
+	}
+	s.pending.init()
+	return s
+}
+
+// Pending is how many requests handed to the reader are still owed a
+// response (not written, not skipped).
+func (s *Stream) Pending() int { return s.pending.count() }
+
+// Buffered is how many bytes Queue holds for the next Flush.
+func (s *Stream) Buffered() int {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return len(s.queued)
 }
 
 // SetBatches enables or disables JSON-RPC batches; the session turns them on
@@ -124,14 +171,21 @@ func (s *Stream) ReadMessage() (Message, error) {
 	return c.msg, err
 }
 
-// next returns the next valid message, reading lines as needed.
+// next returns the next valid message, reading lines as needed. Before
+// reading a line it waits for room (Options.MaxPending).
 func (s *Stream) next() (checked, error) {
 	for {
 		if len(s.queue) > 0 {
 			c := s.queue[0]
 			s.queue[0] = checked{}
 			s.queue = s.queue[1:]
+			if s.maxPending > 0 && c.msg.Request != nil && !c.msg.Request.Notif {
+				s.pending.add(1)
+			}
 			return c, nil
+		}
+		if err := s.waitRoom(); err != nil {
+			return checked{}, err
 		}
 		line, err := s.readLine()
 		if errors.Is(err, errLineTooLong) {
@@ -149,6 +203,19 @@ func (s *Stream) next() (checked, error) {
 			return checked{}, err
 		}
 	}
+}
+
+// waitRoom returns once the reader may read another line: fewer than
+// MaxPending requests are owed. It fails once the output is closed, since
+// nothing owed can be written any more.
+func (s *Stream) waitRoom() error {
+	if s.maxPending <= 0 {
+		return nil
+	}
+	if owed := s.pending.count(); owed >= s.maxPending {
+		s.log.Debug("framing: the client is not reading; input paused until it does", "owed", owed)
+	}
+	return s.pending.wait(s.maxPending, s.resumeAt)
 }
 
 // readLine returns the next line without its newline. A line longer than
@@ -269,18 +336,24 @@ func (s *Stream) put(obj any, flush bool) error {
 	if err != nil {
 		return err
 	}
+	resp, answer := obj.(*jsonrpc2.Response)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if resp, ok := obj.(*jsonrpc2.Response); ok && s.collectLocked(resp.ID, b) {
+	if answer && s.collectLocked(resp.ID, b, true) {
 		return nil
 	}
+	n := 0
+	if answer {
+		n = 1
+	}
 	if flush {
-		return s.writeLocked(b)
+		return s.writeLocked(b, n)
 	}
 	if s.wclosed {
 		return io.ErrClosedPipe
 	}
 	s.queued = append(append(s.queued, b...), '\n')
+	s.answers += n
 	return nil
 }
 
@@ -301,23 +374,38 @@ func (s *Stream) flushLocked() error {
 	} else {
 		s.queued = s.queued[:0]
 	}
+	// Written, or lost with a failed output: either way no longer owed.
+	if s.maxPending > 0 {
+		s.pending.done(s.answers)
+	}
+	s.answers = 0
 	return err
 }
 
 // Skip tells the stream that request id will get no response (it was
-// cancelled), so a batch waiting for it can complete.
+// cancelled), so a batch waiting for it can complete, and the request is no
+// longer owed (Options.MaxPending).
 func (s *Stream) Skip(id jsonrpc2.ID) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.collectLocked(id, nil)
+	s.collectLocked(id, nil, false)
+	if s.maxPending > 0 {
+		s.pending.done(1)
+	}
 }
 
-func (s *Stream) collectLocked(id jsonrpc2.ID, reply []byte) bool {
+// collectLocked files reply (nil: none will come) for id if an open batch
+// waits for it, and writes the batches it completes. answer says reply
+// answers a request handed to the reader, owed until the batch is written.
+func (s *Stream) collectLocked(id jsonrpc2.ID, reply []byte, answer bool) bool {
 	for _, b := range s.open {
 		if b.waiting[id] {
 			delete(b.waiting, id)
 			if reply != nil {
 				b.replies = append(b.replies, reply)
+				if answer {
+					b.answers++
+				}
 			}
 			s.flushBatchesLocked()
 			return true
@@ -336,7 +424,7 @@ func (s *Stream) flushBatchesLocked() {
 		}
 		if len(b.replies) > 0 { // a batch of notifications gets no reply at all
 			line := append([]byte{'['}, bytes.Join(b.replies, []byte{','})...)
-			_ = s.writeLocked(append(line, ']'))
+			_ = s.writeLocked(append(line, ']'), b.answers)
 		}
 	}
 	clear(s.open[len(kept):])
@@ -348,14 +436,18 @@ func (s *Stream) flushBatchesLocked() {
 func (s *Stream) reply(id json.RawMessage, code int64, message string) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	_ = s.writeLocked(errorLine(id, code, message))
+	_ = s.writeLocked(errorLine(id, code, message), 0)
 }
 
-func (s *Stream) writeLocked(b []byte) error {
+// writeLocked writes line b now, after what is queued. answers is how many
+// owed requests it answers. Once the output is closed nothing is counted
+// any more: the reader has been released for good.
+func (s *Stream) writeLocked(b []byte, answers int) error {
 	if s.wclosed {
 		return io.ErrClosedPipe
 	}
 	s.queued = append(append(s.queued, b...), '\n')
+	s.answers += answers
 	return s.flushLocked()
 }
 
@@ -371,6 +463,7 @@ func (s *Stream) CloseWrite() error {
 	defer s.wmu.Unlock()
 	_ = s.flushLocked()
 	s.wclosed = true
+	s.pending.close()
 	if c, ok := s.w.(io.Closer); ok {
 		return c.Close()
 	}

@@ -3,9 +3,12 @@ package repo_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"troupe/sandbox"
 	"troupe/tools"
@@ -47,6 +50,17 @@ type toolSet struct {
 
 func newToolSet(t testing.TB, ws *sandbox.Workspace, opts repo.Options) *toolSet {
 	t.Helper()
+	if opts.Sandbox == nil && !opts.DisableRipgrep {
+		// rg only runs confined.
+		opts.Sandbox = newSandbox(t)
+	}
+	if opts.Logger == nil {
+		// Where the kernel has Landlock, rg must run confined: a silent
+		// fallback to the built-in search would make every rg test,
+		// parity included, compare the built-in search with itself.
+		abi, _ := llsys.LandlockGetABIVersion()
+		opts.Logger = slog.New(warnHandler{t: t, fail: abi > 0})
+	}
 	reg, err := tools.NewRegistry(repo.Tools(ws, opts)...)
 	if err != nil {
 		t.Fatal(err)
@@ -137,3 +151,53 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// newSandbox is a sandbox for the rg runs of one test, logging into the
+// test log.
+func newSandbox(t testing.TB) *sandbox.Sandbox {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Options{Helper: sandboxHelper(t), Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The probe runs helpers in the background; tests that look for
+	// processes left behind must not find them.
+	_ = sb.Isolation()
+	return sb
+}
+
+// tlog writes log lines into the test log.
+type tlog struct{ t testing.TB }
+
+func (w tlog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// warnHandler fails the test on a warning (the repo tools warn only when
+// rg cannot be confined) when fail is set, and logs it otherwise.
+type warnHandler struct {
+	t     testing.TB
+	fail  bool
+	attrs []slog.Attr
+}
+
+func (h warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
+	attrs := append([]slog.Attr(nil), h.attrs...)
+	r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a); return true })
+	if h.fail {
+		h.t.Errorf("warning: %s %v", r.Message, attrs)
+	} else {
+		h.t.Logf("warning: %s %v", r.Message, attrs)
+	}
+	return nil
+}
+
+func (h warnHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	h.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
+	return h
+}
+
+func (h warnHandler) WithGroup(string) slog.Handler { return h }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 
 	"troupe/protocol"
@@ -30,20 +32,36 @@ type Options struct {
 	// DisableRipgrep makes repo.ripgrep use its built-in search even when
 	// rg is available, for hosts where running rg is unwanted and for tests.
 	DisableRipgrep bool
+	// Sandbox runs rg confined to reading the workspace (a read-only
+	// workspace policy). rg never runs without it: with a nil Sandbox, or
+	// one that cannot enforce that policy here, repo.ripgrep uses its
+	// built-in search, which cannot be led out of the workspace either.
+	Sandbox *sandbox.Sandbox
+	// Logger receives the one warning that rg cannot be confined; nil
+	// discards it.
+	Logger *slog.Logger
 }
 
 // Tools returns repo.listDir, repo.readFile and repo.ripgrep, confined to
 // ws. The tools hold ws but do not own it: closing it is the caller's job,
 // after the last call has returned.
 func Tools(ws *sandbox.Workspace, opts Options) []tools.Tool {
-	var search searcher = &builtinSearch{ws: ws}
-	if !opts.DisableRipgrep {
+	builtin := &builtinSearch{ws: ws}
+	var search searcher = builtin
+	if !opts.DisableRipgrep && opts.Sandbox != nil {
 		name := opts.RipgrepPath
 		if name == "" {
 			name = "rg"
 		}
 		if bin, err := exec.LookPath(name); err == nil {
-			search = &rgSearch{ws: ws, bin: bin}
+			log := opts.Logger
+			if log == nil {
+				log = slog.New(slog.DiscardHandler)
+			}
+			if abs, err := filepath.Abs(bin); err == nil {
+				bin = abs // the sandbox resolves rg's runtime files from it
+			}
+			search = &rgSearch{ws: ws, bin: bin, sb: opts.Sandbox, log: log, fallback: builtin}
 		}
 	}
 	return []tools.Tool{

@@ -44,6 +44,11 @@ type query struct {
 	re        *regexp.Regexp
 	globs     []string
 	overrides *ruleSet // globs compiled; nil when there are none
+	// rgPaths are the paths rg is told to search, relative to the
+	// workspace; nil means ".". Calls always search the whole workspace;
+	// tests name other paths (a symlink to outside) to show that no path
+	// leads the confined rg out of it.
+	rgPaths []string
 }
 
 type ripgrepArgs struct {

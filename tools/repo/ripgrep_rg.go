@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,13 +21,42 @@ import (
 	"troupe/tools"
 )
 
-// rgSearch runs the rg binary. rg runs in the workspace directory with an
-// empty environment and no config file, so neither the host's
-// RIPGREP_CONFIG_PATH nor its global gitignore changes what a call finds,
-// and the built-in search can give the same results.
+// rgSearch runs the rg binary, confined: through the sandbox with a
+// read-only workspace policy, so Landlock lets rg read the workspace and
+// its own program files and nothing else. Checking paths before rg opens
+// them cannot work (a directory swapped for a symlink to outside between
+// rg's look and its open wins that race); the kernel's check at every open
+// does. rg runs in the workspace directory with an empty environment and
+// no config file, so neither the host's RIPGREP_CONFIG_PATH nor its global
+// gitignore changes what a call finds, and the built-in search can give
+// the same results.
 type rgSearch struct {
 	ws  *sandbox.Workspace
 	bin string
+	sb  *sandbox.Sandbox
+	log *slog.Logger
+	// fallback runs instead once rg cannot be confined here (the policy
+	// is refused, or rg's runtime files cannot be worked out); the
+	// built-in search reads through the workspace's os.Root, which no
+	// swapped symlink leads out of.
+	fallback  *builtinSearch
+	disabled  atomic.Bool
+	disableMu sync.Once
+}
+
+// policy is every rg run's sandbox policy.
+func (s *rgSearch) policy() sandbox.Policy {
+	return sandbox.Policy{Profile: sandbox.ProfileDefault, Workspace: s.ws.Dir(), ReadOnlyWorkspace: true}
+}
+
+// disable makes this and every later call use the built-in search, and
+// says why in the server log, once.
+func (s *rgSearch) disable(reason error) {
+	s.disabled.Store(true)
+	s.disableMu.Do(func() {
+		s.log.Warn("repo.ripgrep: rg cannot run confined to the workspace here; using the built-in search instead",
+			"rg", s.bin, "reason", reason)
+	})
 }
 
 func (s *rgSearch) describe() string {
@@ -59,11 +91,15 @@ func (d rgData) value() []byte {
 	return d.Bytes
 }
 
-// run starts rg and reads its matches as they stream in. rg gets its own
+// run starts rg and reads its matches as they stream in. rg leads its own
 // process group, and every way out of run (enough matches, cancellation,
-// bad output) kills that group and waits for it, so no rg outlives a call
-// and no goroutine or descriptor is left behind.
+// bad output) kills that group, waits for it and releases the sandbox's
+// run, so no rg outlives a call and no goroutine or descriptor is left
+// behind.
 func (s *rgSearch) run(ctx context.Context, req *tools.Request, q *query, c *collector) error {
+	if s.disabled.Load() {
+		return s.fallback.run(ctx, req, q, c)
+	}
 	args := []string{
 		"--json", "--no-config", "--sort", "path",
 		// Honour .gitignore files even outside a git repository, and
@@ -73,25 +109,43 @@ func (s *rgSearch) run(ctx context.Context, req *tools.Request, q *query, c *col
 	for _, g := range q.globs {
 		args = append(args, "--glob", g)
 	}
-	args = append(args, "--regexp", q.pattern, "--", ".")
+	args = append(args, "--regexp", q.pattern, "--")
+	if len(q.rgPaths) == 0 {
+		args = append(args, ".")
+	}
+	args = append(args, q.rgPaths...)
 
 	cmd := exec.CommandContext(ctx, s.bin, args...)
 	cmd.Dir = s.ws.Dir()
 	cmd.Env = []string{} // non-nil: an empty environment, not the server's
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	// Should anything in the group keep the output pipes open after the
 	// kill, Wait still returns.
 	cmd.WaitDelay = 2 * time.Second
 	stderr := &cappedBuffer{max: rgStderrMax}
 	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipe, not StdoutPipe: Start may fail before exec.Cmd ever
+	// sees it, and both ends must still be closed.
+	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("rg: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	defer stdout.Close()
+	cmd.Stdout = stdoutW
+	proc, err := s.sb.Start(s.policy(), cmd)
+	stdoutW.Close() // rg holds its own copy now
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
+		}
+		var se *sandbox.StartError
+		if errors.As(err, &se) && (se.Stage == "policy" || se.Stage == "runtime") {
+			reason := err
+			if se.Stderr != "" {
+				reason = fmt.Errorf("%w (%s)", err, se.Stderr)
+			}
+			s.disable(reason)
+			return s.fallback.run(ctx, req, q, c)
 		}
 		return fmt.Errorf("rg: start: %w", err)
 	}
@@ -101,6 +155,9 @@ func (s *rgSearch) run(ctx context.Context, req *tools.Request, q *query, c *col
 		_ = killGroup(cmd)
 	}
 	waitErr := cmd.Wait()
+	// Release kills what is left of the run and removes what the sandbox
+	// made for it; it logs its own trouble.
+	_ = proc.Release()
 
 	if err := ctx.Err(); err != nil {
 		return err
@@ -119,8 +176,10 @@ func (s *rgSearch) run(ctx context.Context, req *tools.Request, q *query, c *col
 		return nil // no match
 	case errors.As(waitErr, &exit) && exit.ExitCode() == 2 && sawSummary:
 		// The search ran to the end but some files could not be read
-		// (rg names them on stderr). The built-in search skips such
-		// files silently; so does this one, but it tells the log.
+		// (rg names them on stderr): a symlink swapped in while rg
+		// walked, which the sandbox refused, or plain permissions. The
+		// built-in search skips such files silently; so does this one,
+		// but it tells the log.
 		req.Log(protocol.LevelDebug, map[string]any{
 			"tool": NameRipgrep, "message": "some files could not be searched",
 			"detail": s.sanitize(stderr.String()),
@@ -183,8 +242,8 @@ func isRegexError(msg string) bool {
 		strings.Contains(msg, "error parsing regex")
 }
 
-// killGroup kills rg and anything it started. Setpgid made rg's pid the
-// group id.
+// killGroup kills rg and anything it started: the sandbox starts rg as
+// the leader of a new process group, so its pid is the group id.
 func killGroup(cmd *exec.Cmd) error {
 	if cmd.Process == nil {
 		return nil

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/tools"
@@ -263,21 +265,24 @@ func TestRipgrepCancel(t *testing.T) {
 	})
 
 	t.Run("rg process group", func(t *testing.T) {
-		sleep, err := exec.LookPath("sleep")
-		if err != nil {
-			t.Skip("no sleep binary")
-		}
 		// rg's stand-in starts a child of its own and waits; both must
-		// die when the call is cancelled.
-		rg := fakeRg(t, fmt.Sprintf("echo $$ > %[1]s/rg.pid\n%[2]s 60 &\necho $! > %[1]s/child.pid\nwait", dir, sleep))
+		// die when the call is cancelled. rg runs confined to reading
+		// the workspace, so the stand-in only has the shell: the child is
+		// a subshell that blocks opening a FIFO in the workspace, and the
+		// test finds both by the script's path in their command lines.
+		fifo := filepath.Join(dir, "block.fifo")
+		if err := unix.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(fifo) })
+		rg := fakeRg(t, fmt.Sprintf("read x < %[1]s &\nread y < %[1]s\nwait", fifo))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan error, 1)
 		go func() {
 			done <- newToolSet(t, ws, repo.Options{RipgrepPath: rg}).call(ctx, repo.NameRipgrep, map[string]any{"query": "x"}, nil)
 		}()
-		rgPid := waitPidFile(t, filepath.Join(dir, "rg.pid"))
-		childPid := waitPidFile(t, filepath.Join(dir, "child.pid"))
+		pids := waitProcesses(t, rg, 2)
 		cancel()
 		select {
 		case err := <-done:
@@ -287,20 +292,50 @@ func TestRipgrepCancel(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the call did not return after cancellation")
 		}
-		if processState(rgPid) != "" {
-			t.Errorf("rg (pid %d) is still there", rgPid)
-		}
-		// The orphaned child is killed; it may linger as a zombie until
-		// whatever adopted it reaps it.
+		// Whatever was orphaned is killed; it may linger as a zombie
+		// until whatever adopted it reaps it.
 		deadline := time.Now().Add(2 * time.Second)
-		for s := processState(childPid); s != "" && s != "Z"; s = processState(childPid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("rg's child (pid %d) survived, state %s", childPid, s)
+		for _, pid := range pids {
+			for s := processState(pid); s != "" && s != "Z"; s = processState(pid) {
+				if time.Now().After(deadline) {
+					t.Fatalf("a process of rg (pid %d) survived, state %s", pid, s)
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
 		checkNoChildren(t)
 	})
+}
+
+// waitProcesses waits until n processes have script in their command line
+// and returns their pids.
+func waitProcesses(t *testing.T, script string, n int) []int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var pids []int
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			t.Skip("no /proc")
+		}
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), script) {
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) >= n {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			out, _ := exec.Command("ps", "-ef", "--forest").Output()
+			t.Fatalf("%d processes run %s, want %d; processes:\n%s", len(pids), script, n, out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func waitPidFile(t *testing.T, p string) int {
