@@ -29,8 +29,18 @@ type stdioServer struct {
 
 func startServer(t *testing.T, workspace string, extra ...string) *stdioServer {
 	t.Helper()
+	return startServerWith(t, workspace, nil, extra...)
+}
+
+// startServerWith is startServer with prep applied to the command before
+// it starts (a controlling terminal, say).
+func startServerWith(t *testing.T, workspace string, prep func(*exec.Cmd), extra ...string) *stdioServer {
+	t.Helper()
 	args := append([]string{"serve", "--workspace", workspace, "--log-level", "debug"}, extra...)
 	cmd := exec.Command(troupeBinary(t), args...)
+	if prep != nil {
+		prep(cmd)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"troupe/sandbox"
 )
 
 // stdioServer is a server started as a child process, spoken to in
@@ -39,7 +41,7 @@ func startStdio(argv []string, env []string, stderr io.Writer) (*stdioServer, er
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sandbox.NewSession(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -21,6 +21,8 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/protocol/framing"
+
+	"troupe/sandbox"
 )
 
 // Timings of a stdio server's end.
@@ -141,7 +143,7 @@ func start(cmd *exec.Cmd, starter func(*exec.Cmd) (func(), error)) (func(), erro
 		}
 		return kill, err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sandbox.NewSession(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 	cmd.Stdout = outW
 	p := &process{cmd: cmd, stdout: outR, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sandbox.NewSession(cmd)
 	// Bounds Wait's copy of stderr should an escaped grandchild hold it.
 	cmd.WaitDelay = 500 * time.Millisecond
 	stdin, err := cmd.StdinPipe()

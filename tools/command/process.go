@@ -109,7 +109,7 @@ func (r *run) exec(ctx context.Context) (*runResult, error) {
 	if r.sandbox != nil {
 		proc, err = r.sandbox.Start(r.policy, cmd)
 	} else {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		sandbox.NewSession(cmd)
 		err = cmd.Start()
 	}
 	outW.Close() // the child holds its own copies now
