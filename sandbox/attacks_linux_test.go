@@ -392,3 +392,68 @@ func TestMemoryIsLimited(t *testing.T) {
 		})
 	}
 }
+
+// TestOrdinaryWorkRuns is the other side of the confinement: what a
+// developer's tools do in a workspace still works under the default
+// profile, with the default limits. A small Go module is built and tested
+// (its caches in the run's temp dir) and a Node script writes in the
+// workspace and the temp dir.
+func TestOrdinaryWorkRuns(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go is not on PATH")
+	}
+	node, _ := exec.LookPath("node")
+	for _, driver := range drivers(t) {
+		t.Run(driver, func(t *testing.T) {
+			s := newSandbox(t, driver)
+			ws, _ := workspace(t)
+			files := map[string]string{
+				"go.mod":        "module example.com/hello\n\ngo 1.22\n",
+				"hello.go":      "package main\n\nimport \"fmt\"\n\nfunc greet() string { return \"hello\" }\n\nfunc main() { fmt.Println(greet()) }\n",
+				"hello_test.go": "package main\n\nimport \"testing\"\n\nfunc TestGreet(t *testing.T) {\n\tif greet() != \"hello\" {\n\t\tt.Fatal(greet())\n\t}\n}\n",
+				"write.js":      "const fs = require('fs');\nfs.writeFileSync('from-node.txt', 'written by node');\nfs.writeFileSync(process.env.TMPDIR + '/scratch', 'x');\nconsole.log('node ok', fs.readFileSync(process.env.TMPDIR + '/scratch', 'utf8'));\n",
+			}
+			for name, body := range files {
+				if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := Policy{Profile: ProfileDefault, Workspace: ws, Limits: Limits{
+				MaxProcesses: 256, MaxFileBytes: 1 << 30, MaxOpenFiles: 1024, MaxMemoryBytes: 4 << 30,
+			}}
+			script := `set -e
+export HOME="$TMPDIR" GOCACHE="$TMPDIR/gocache" GOPATH="$TMPDIR/gopath" GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
+go test -count=1 ./...
+go build -o hello .
+./hello
+chmod +x hello`
+			env := append([]string{"PATH=" + filepath.Dir(goBin) + ":/usr/local/bin:/usr/bin:/bin"}, testEnv[1:]...)
+			r := runEnv(t, s, p, env, sh(script)...)
+			if r.err != nil || !strings.Contains(r.stdout, "ok  \texample.com/hello") || !strings.HasSuffix(r.stdout, "hello\n") {
+				t.Fatalf("go build and test: %v", r)
+			}
+			if node == "" {
+				t.Log("node is not on PATH: the Node half is skipped")
+				return
+			}
+			r = runEnv(t, s, p, env, node, "write.js")
+			if r.err != nil || !strings.Contains(r.stdout, "node ok x") {
+				t.Fatalf("node: %v", r)
+			}
+			if got, err := os.ReadFile(filepath.Join(ws, "from-node.txt")); err != nil || string(got) != "written by node" {
+				t.Errorf("node's file in the workspace: %q, %v", got, err)
+			}
+		})
+	}
+}
+
+// runEnv is runIn with the target's environment.
+func runEnv(t *testing.T, s *Sandbox, p Policy, env []string, argv ...string) result {
+	t.Helper()
+	r, err := runErrEnv(t, s, p, env, argv...)
+	if err != nil {
+		t.Fatalf("Start(%v): %v (stderr: %q)", argv, err, stderrOf(err))
+	}
+	return r
+}

@@ -6,15 +6,24 @@
 // # What a run gets
 //
 // Every program a tool runs is started through Sandbox.Start with a
-// Policy. ProfileNone only puts it in a process group of its own, so the
-// runner can signal -pid. ProfileDefault (and ProfileSeatbelt, its alias
-// on Linux) confines it:
+// Policy. ProfileNone only puts it in a session (and so a process group)
+// of its own, so the runner can signal -pid and it has no controlling
+// terminal (NewSession: every program troupe starts begins so).
+// ProfileDefault (and ProfileSeatbelt, its alias on Linux) confines it:
 //
 //   - Filesystem: read and execute everywhere, write only in the workspace,
-//     a private temp dir (mode 0700, TMPDIR/TMP/TEMP point at it, removed by
-//     Release) and /dev/null, /dev/zero, /dev/full, /dev/tty. Landlock
-//     (builtin driver) or a read-only bind of / (bwrap driver, with Landlock
-//     inside as well when the kernel has it).
+//     a private temp dir (in troupe's temp root $TMPDIR/troupe-<uid>, mode
+//     0700; TMPDIR/TMP/TEMP point at it, removed by Release) and /dev/null,
+//     /dev/zero, /dev/full. Landlock (builtin driver) or a read-only bind of
+//     / (bwrap driver, with Landlock inside as well when the kernel has it).
+//     Landlock does not cover metadata (chmod, chown, utimes, xattrs), so
+//     the builtin driver's helper also makes a mount view in a mount
+//     namespace of its own: every mount read-only but the workspace and the
+//     temp dir (mounts_linux.go); without one, seccomp refuses metadata
+//     changes altogether.
+//   - Privacy: the run does not see troupe's temp root (other runs' temp
+//     dirs, the default spool) nor Options.Hidden (a spool dir elsewhere,
+//     the audit log, the config file): the mount view covers them.
 //   - Network, unless AllowNetwork: a new network namespace (only a down
 //     loopback), the seccomp filter refusing every socket family but
 //     AF_UNIX, and on Landlock ABI 4+ TCP bind/connect handled with no port
@@ -26,10 +35,16 @@
 //     keyring and personality changes; Landlock ABI 6+ scopes signals and
 //     abstract UNIX sockets to the run. A new IPC namespace hides System V
 //     IPC objects.
-//   - Resources: RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, and MaxProcesses
-//     as pids.max of a per-run pids cgroup (root needs one: the kernel
-//     exempts uid 0 from RLIMIT_NPROC), else RLIMIT_NPROC inside a fresh
-//     user namespace, where it counts only the run.
+//   - Resources: RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, MaxProcesses as
+//     pids.max of a per-run pids cgroup (root needs one: the kernel exempts
+//     uid 0 from RLIMIT_NPROC), else RLIMIT_NPROC inside a fresh user
+//     namespace, where it counts only the run; MaxMemoryBytes as a per-run
+//     v1 memory cgroup's limit, else RLIMIT_AS.
+//   - Lifetime: the pids cgroup lets Kill find every process of the run;
+//     without one, the run gets a PID namespace whose init ends them all
+//     (initmode_linux.go).
+//   - Terminal: no controlling terminal, and seccomp refuses TIOCSTI and
+//     TIOCLINUX.
 //
 // # How: the re-exec helper
 //
@@ -64,10 +79,11 @@
 // else is a *StartError with the stage and, for exec, the errno.
 //
 // With Options.Driver "bwrap", bubblewrap makes the namespaces and the
-// read-only view (--ro-bind / /, --dev, --proc, --unshare-pid,
-// --unshare-ipc, --unshare-net, --die-with-parent) and the same helper runs
-// inside it. There is no --new-session, so the run stays in the server's
-// process group for the runner's kill.
+// read-only view (--ro-bind / /, --dev, --proc, --tmpfs over the hidden
+// directories, --unshare-pid, --unshare-ipc, --unshare-net,
+// --die-with-parent) and the same helper runs inside it; as root it also
+// makes bwrap's device binds read-only. bwrap itself starts in a new
+// session, so there is no need for --new-session.
 //
 // # Failing closed
 //
@@ -84,9 +100,15 @@
 //     those sockets, or use the bwrap driver and keep them out of view.
 //   - /dev/shm and other writable system places are read-only: programs
 //     needing POSIX shared memory fail.
-//   - Without a pids cgroup, a process that leaves the process group
-//     (setsid) escapes Kill; with one, Kill finds it in the cgroup. Under
-//     bwrap the pid namespace ends with bwrap.
+//   - Without a pids cgroup and without a user namespace (not root), a
+//     process that leaves the process group (setsid) escapes Kill; with
+//     either, the cgroup or the PID namespace takes it. Under bwrap the pid
+//     namespace ends with bwrap. In a PID namespace the run's /proc is the
+//     host's, and a target killed by a signal is reported as such (the
+//     helper outside the namespace re-enacts it).
+//   - Without a mount namespace (not root, no user namespace), troupe's
+//     temp root is hidden only by its 0700 mode, and metadata changes are
+//     refused inside the workspace too.
 //   - Under bwrap, SIGTERM to the group ends bwrap and so the whole run at
 //     once; there is no grace period for the target.
 //   - A root server's target has no CAP_DAC_OVERRIDE: the workspace must be

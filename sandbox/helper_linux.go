@@ -198,15 +198,6 @@ func (h helper) run(cfgFD int) int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return h.fail("capabilities", fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err), exitSetup)
 	}
-	if cfg.Init && cfg.ReadOnly {
-		// Init is this binary again: a read-only run must be able to
-		// start it.
-		self, err := os.Executable()
-		if err != nil {
-			return h.fail("init", err, exitSetup)
-		}
-		cfg.Runtime = append(cfg.Runtime, self)
-	}
 	if cfg.LandlockABI > 0 || cfg.ReadOnly { // a read-only run without Landlock fails here
 		if err := applyLandlock(cfg); err != nil {
 			return h.fail("landlock", err, exitSetup)

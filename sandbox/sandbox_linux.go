@@ -474,7 +474,7 @@ type Process struct {
 	// cgs are the run's cgroups (memory, pids); none without
 	// cgroups.
 	cgs []*runCgroup
-	tmp string     // private temp dir; "" for ProfileNone
+	tmp string // private temp dir; "" for ProfileNone
 	log *slog.Logger
 
 	mu         sync.Mutex

@@ -104,10 +104,16 @@ func runIn(t testing.TB, s *Sandbox, p Policy, argv ...string) result {
 
 func runErr(t testing.TB, s *Sandbox, p Policy, argv ...string) (result, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return runErrEnv(t, s, p, testEnv, argv...)
+}
+
+// runErrEnv is runErr with the target's environment.
+func runErrEnv(t testing.TB, s *Sandbox, p Policy, env []string, argv ...string) (result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = testEnv
+	cmd.Env = env
 	cmd.Dir = p.Workspace
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
