@@ -74,22 +74,7 @@ func TestSeccompFilterLogic(t *testing.T) {
 		}{native("x32 socket", x32SyscallBit|unix.SYS_SOCKET, unix.AF_INET), eperm, eperm})
 	}
 	for _, network := range []bool{false, true} {
-		filter, err := seccompFilter(seccompArch, seccompX32, network, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw := make([]bpf.RawInstruction, len(filter))
-		for i, f := range filter {
-			raw[i] = bpf.RawInstruction{Op: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
-		}
-		insns, ok := bpf.Disassemble(raw)
-		if !ok {
-			t.Fatalf("filter does not disassemble: %v", raw)
-		}
-		vm, err := bpf.NewVM(insns)
-		if err != nil {
-			t.Fatalf("filter rejected by the BPF VM: %v", err)
-		}
+		vm := filterVM(t, network, false)
 		for _, c := range cases {
 			// seccomp_data with each 32-bit word where the kernel puts it;
 			// the VM loads big-endian, so the words are written that way.
@@ -121,19 +106,7 @@ func TestSeccompDenyMetadata(t *testing.T) {
 		t.Skip("no filter for this architecture")
 	}
 	run := func(deny bool, nr uintptr) uint32 {
-		filter, err := seccompFilter(seccompArch, seccompX32, false, deny)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw := make([]bpf.RawInstruction, len(filter))
-		for i, f := range filter {
-			raw[i] = bpf.RawInstruction{Op: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
-		}
-		insns, _ := bpf.Disassemble(raw)
-		vm, err := bpf.NewVM(insns)
-		if err != nil {
-			t.Fatal(err)
-		}
+		vm := filterVM(t, false, deny)
 		data := make([]byte, 64)
 		binary.BigEndian.PutUint32(data[offNr:], uint32(nr))
 		binary.BigEndian.PutUint32(data[offArch:], seccompArch)
@@ -157,4 +130,27 @@ func TestSeccompDenyMetadata(t *testing.T) {
 			t.Errorf("syscall %d with denyMetadata: %#x, want allow", nr, got)
 		}
 	}
+}
+
+// filterVM loads the filter for these settings into x/net/bpf's
+// interpreter.
+func filterVM(t *testing.T, network, denyMetadata bool) *bpf.VM {
+	t.Helper()
+	filter, err := seccompFilter(seccompArch, seccompX32, network, denyMetadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := make([]bpf.RawInstruction, len(filter))
+	for i, f := range filter {
+		raw[i] = bpf.RawInstruction{Op: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
+	}
+	insns, ok := bpf.Disassemble(raw)
+	if !ok {
+		t.Fatalf("filter does not disassemble: %v", raw)
+	}
+	vm, err := bpf.NewVM(insns)
+	if err != nil {
+		t.Fatalf("filter rejected by the BPF VM: %v", err)
+	}
+	return vm
 }
