@@ -59,6 +59,10 @@ type Downstream struct {
 	state  string
 	err    error
 	tools  []json.RawMessage
+	// started is closed when the first attempt to connect has ended
+	// (ready or down): AwaitStartup waits for it.
+	started     chan struct{}
+	startedOnce sync.Once
 }
 
 // Name is the server's name in the configuration.
@@ -96,6 +100,9 @@ func (d *Downstream) publish(c *upstream.Client, state string, err error, tools 
 	if setTools {
 		d.tools = tools
 	}
+	if state != StateConnecting {
+		d.startedOnce.Do(func() { close(d.started) })
+	}
 }
 
 // StartDownstream starts the actor that connects to one downstream server
@@ -112,7 +119,7 @@ func (h *Host) StartDownstream(spec DownstreamSpec) *Downstream {
 	if spec.Changed == nil {
 		spec.Changed = func() {}
 	}
-	d := &Downstream{name: spec.Config.Name, system: h.system, host: h, state: StateConnecting}
+	d := &Downstream{name: spec.Config.Name, system: h.system, host: h, state: StateConnecting, started: make(chan struct{})}
 	log := h.log.With("downstream", spec.Config.Name)
 	if spec.Config.Logger == nil {
 		spec.Config.Logger = log

@@ -18,10 +18,12 @@ import (
 	"troupe/tools"
 )
 
-// Excerpts of a stopped run's output that a deadline error quotes.
+// Excerpts of a stopped run's output that a deadline error quotes: with
+// their notes (where the whole streams are), under the 12,000 bytes Codex
+// keeps of a result.
 const (
-	stdoutExcerptBytes = 16 << 10
-	stderrExcerptBytes = 4 << 10
+	stdoutExcerptBytes = 4 << 10
+	stderrExcerptBytes = 2 << 10
 )
 
 // invocation is one tools/call: it finds the tool, validates the
@@ -34,6 +36,7 @@ type invocation struct {
 	id        jsonrpc2.ID
 	tool      string
 	args      json.RawMessage
+	meta      json.RawMessage // the _meta of the client's tools/call (nil: none)
 	registry  *tools.Registry
 	timeout   time.Duration // the server's default call timeout
 	requested time.Duration // the client's own deadline (0: none)
@@ -66,6 +69,9 @@ type callContext struct {
 	gate    gate.Policy
 	store   *spool.Store // the session's spooled outputs; nil keeps output in memory only
 	auditor *actor.PID   // nil: no audit log
+	// overrides are the cwd and env the session set for itself (nil:
+	// none); they reach the tool, the prompt and the audit record.
+	overrides *tools.Overrides
 }
 
 // executorResult is what an executor reports to its invocation.
@@ -128,9 +134,9 @@ func (inv *invocation) start(ctx actor.Context) {
 		return
 	}
 	root := ctx.ActorSystem().Root
-	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress,
+	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress, ClientMeta: inv.meta,
 		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
-		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}}
+		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}, Overrides: inv.call.overrides}
 	if p, ok := tools.Implements[tools.Previewer](entry.Tool); ok {
 		if inv.preview, err = p.Preview(inv.req); err != nil {
 			inv.toolFailed(ctx, err)
@@ -138,7 +144,7 @@ func (inv *invocation) start(ctx actor.Context) {
 		}
 	}
 	spec := entry.Spec()
-	inv.hash = gate.Hash(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview})
+	inv.hash = gate.Hash(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Session: inv.call.overrides})
 	switch {
 	case !spec.Safety.NeedsApproval():
 		inv.decision = approvalNotRequired
@@ -158,7 +164,7 @@ func (inv *invocation) start(ctx actor.Context) {
 
 // ask spawns the approval child that puts the question to the client.
 func (inv *invocation) ask(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
-	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
+	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load(), Session: inv.call.overrides},
 		inv.call.version, inv.hash)
 	a := &approval{session: ctx.Parent(), related: inv.id, params: form,
 		timeout: inv.call.gate.TimeoutOrDefault(), log: inv.logger()}
@@ -354,6 +360,9 @@ func (inv *invocation) audit(ctx actor.Context, outcome string) {
 	if inv.preview != nil {
 		r.Cwd = inv.preview.Cwd
 	}
+	if o := inv.call.overrides; o != nil {
+		r.SessionCwd, r.SessionEnv = o.Cwd, envNames(o)
+	}
 	if out := inv.output(); out != nil {
 		r.StdoutBytes, r.StderrBytes = out.Stdout.Total(), out.Stderr.Total()
 		r.ExitStatus = out.ExitStatus()
@@ -396,4 +405,19 @@ func (inv *invocation) logger() *slog.Logger {
 		inv.callLog = inv.log.With("id", inv.id.String(), "tool", inv.tool, "correlation_id", inv.cid)
 	}
 	return inv.callLog
+}
+
+// rawMeta is the _meta object of a tools/call request as the client sent
+// it, nil when there is none: proxied tools pass it downstream.
+func rawMeta(req *jsonrpc2.Request) json.RawMessage {
+	if req.Params == nil {
+		return nil
+	}
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(*req.Params, &p) != nil || len(p.Meta) == 0 || p.Meta[0] != '{' {
+		return nil
+	}
+	return p.Meta
 }

@@ -59,17 +59,53 @@ func (p *peer) Call(ctx context.Context, method string, params any) (json.RawMes
 }
 
 // requiredCapability names the client capability a server-to-client
-// method needs; "" when none is needed.
-func requiredCapability(method string, caps protocol.ClientCapabilities) (string, bool) {
+// request needs and whether the client declared it. An elicitation needs its own
+// mode: form (the default) or url.
+func requiredCapability(method string, params any, caps protocol.ClientCapabilities) (string, bool) {
 	switch method {
 	case "elicitation/create":
-		return "elicitation", caps.Elicitation != nil
+		if elicitationMode(params) == "url" {
+			return "elicitation capability in url mode", urlElicitation(caps)
+		}
+		return "elicitation capability in form mode", caps.FormElicitation()
 	case "sampling/createMessage":
-		return "sampling", caps.Sampling != nil
+		return "sampling capability", caps.Sampling != nil
 	case "roots/list":
-		return "roots", caps.Roots != nil
+		return "roots capability", caps.Roots != nil
 	}
 	return "", true
+}
+
+// elicitationMode is the mode of elicitation/create params: a form
+// troupe built, or a downstream server's raw params; "" means form.
+func elicitationMode(params any) string {
+	switch p := params.(type) {
+	case protocol.ElicitRequestParams:
+		return p.Mode
+	case *protocol.ElicitRequestParams:
+		return p.Mode
+	case json.RawMessage:
+		var m struct {
+			Mode string `json:"mode"`
+		}
+		_ = json.Unmarshal(p, &m)
+		return m.Mode
+	}
+	return ""
+}
+
+// urlElicitation reports whether the client declared elicitation in URL
+// mode (2025-11-25: {"elicitation":{"url":{}}}).
+func urlElicitation(caps protocol.ClientCapabilities) bool {
+	if caps.Elicitation == nil {
+		return false
+	}
+	var modes map[string]json.RawMessage
+	if err := json.Unmarshal(*caps.Elicitation, &modes); err != nil {
+		return false
+	}
+	_, ok := modes["url"]
+	return ok
 }
 
 // sendClientRequest numbers and sends a server-to-client request.
@@ -78,9 +114,9 @@ func (s *session) sendClientRequest(msg *clientRequest) {
 		msg.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeInvalidRequest, Message: "the session cannot send requests now"}}
 		return
 	}
-	if name, ok := requiredCapability(msg.method, s.caps); !ok {
+	if name, ok := requiredCapability(msg.method, msg.params, s.caps); !ok {
 		msg.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeMethodNotFound,
-			Message: "the client did not declare the " + name + " capability"}}
+			Message: "the client did not declare the " + name}}
 		return
 	}
 	var raw *json.RawMessage

@@ -22,7 +22,11 @@ import (
 // SessionOptions configure every session a Host creates. The zero value of
 // each limit means its default.
 type SessionOptions struct {
-	ServerInfo   protocol.Implementation
+	ServerInfo protocol.Implementation
+	// Instructions is the operator's own text for initialize's
+	// instructions. Each session gets instructions generated from the
+	// tools it sees, named as its client shows them, with this text
+	// appended as a paragraph of its own ("" adds nothing).
 	Instructions string
 	Registry     *tools.Registry
 	// PageSize is the number of tools per tools/list page (default 100).
@@ -45,6 +49,9 @@ type SessionOptions struct {
 	SpoolDir string
 	// Spool bounds the output a session keeps.
 	Spool spool.Limits
+	// Overrides is what a client may set for its own session (working
+	// directory, environment) in initialize's _meta; nothing by default.
+	Overrides OverridePolicy
 }
 
 func (o SessionOptions) withDefaults() SessionOptions {
@@ -164,6 +171,7 @@ type session struct {
 	parent      *actor.PID                      // the connection: writes what the session sends
 	trusted     map[string][32]byte             // tools a person trusted for this session, by fingerprint
 	store       *spool.Store                    // calls' full output; made on first call
+	overrides   *tools.Overrides                // the cwd and env this session set for itself; nil: none
 }
 
 // newSession makes sessions with opts, which has its defaults applied and
@@ -334,11 +342,20 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 	if p.ClientInfo != nil {
 		s.client = *p.ClientInfo
 	}
+	over, err := sessionOverrides(req.Params, s.opts.Overrides)
+	if err != nil {
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
+		return
+	}
+	s.overrides = over
 	s.version = protocol.Negotiate(p.ProtocolVersion)
 	s.phase = initialized
 	s.log = s.log.With("client", s.client.Name)
 	s.log.Info("session initialized", "requested", p.ProtocolVersion, "version", s.version,
 		"client_version", s.client.Version)
+	if over != nil {
+		s.log.Info("session sets its own working directory and environment", "cwd", over.Cwd, "env", envNames(over))
+	}
 	s.root.Send(s.parent, &Negotiated{Version: s.version})
 
 	info := s.opts.ServerInfo
@@ -356,7 +373,7 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 			Resources: &protocol.ResourcesCapability{},
 		},
 		ServerInfo:   info,
-		Instructions: s.opts.Instructions,
+		Instructions: instructionsFor(s.registry, s.client, s.opts.Instructions, s.opts.Gate),
 	})
 }
 
@@ -384,11 +401,19 @@ func (s *session) listTools(ctx actor.Context, req *jsonrpc2.Request) {
 	for i := range page {
 		page[i] = protocol.ShapeTool(s.version, page[i])
 	}
-	res := protocol.ListToolsResult{Tools: page}
+	res := listToolsResult{ListToolsResult: protocol.ListToolsResult{Tools: page},
+		Meta: map[string]any{SessionMetaKey: sessionMeta(s.overrides, s.opts.Overrides)}}
 	if more {
 		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(offset+len(page))))
 	}
 	s.reply(req.ID, res)
+}
+
+// listToolsResult is a tools/list page with troupe's _meta: what the
+// session's calls use (SessionMetaKey).
+type listToolsResult struct {
+	protocol.ListToolsResult
+	Meta map[string]any `json:"_meta,omitempty"`
 }
 
 func parseCursor(c string, n int) (int, bool) {
@@ -454,9 +479,10 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		registry: s.registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
 		call: callContext{session: s.id, trusted: s.trustedPrint(p.Name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
-			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor},
+			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor, overrides: s.overrides},
 	}
 	inv.progress = call.token != nil
+	inv.meta = rawMeta(req)
 	if p.Meta != nil && p.Meta.TimeoutMs != nil && *p.Meta.TimeoutMs > 0 {
 		inv.requested = time.Duration(*p.Meta.TimeoutMs) * time.Millisecond
 	}

@@ -42,7 +42,8 @@ func TestSessionSpoolCapThroughACall(t *testing.T) {
 		Spool: spool.Limits{InlineBytes: 1024, MaxStoreBytes: 100_000}}}, zerosTool(t, "zeros", 300_000))
 	c.initialize("2025-06-18")
 	text, links := c.callTool(1, "zeros")
-	if !strings.Contains(text, "[... 297952 bytes of stdout omitted; the first 100000 bytes are at troupe://output/") ||
+	if !strings.HasPrefix(text, "[stdout: 300000 bytes; this shows the first 1024 and the last 1024 bytes; the first 100000 bytes are at troupe://output/") ||
+		!strings.Contains(text, "[... 297952 bytes of stdout omitted ...]") ||
 		!strings.Contains(text, "output.max_session_spool_bytes = 100000") {
 		t.Fatalf("the result does not say the session cap cut the output: %q", strings.ReplaceAll(text, "\x00", ""))
 	}

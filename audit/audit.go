@@ -110,6 +110,12 @@ type Record struct {
 	ArgsHash string `json:"args_hash"`
 	// Cwd is the call's working directory, relative to the workspace.
 	Cwd string `json:"cwd,omitempty"`
+	// SessionCwd and SessionEnv are the working directory (relative to
+	// the workspace) and the names of the environment variables the
+	// session set for itself in initialize; their values never enter the
+	// log. Empty when the session set none.
+	SessionCwd string   `json:"session_cwd,omitempty"`
+	SessionEnv []string `json:"session_env,omitempty"`
 	// Sandbox is the sandbox profile the call ran under.
 	Sandbox string `json:"sandbox,omitempty"`
 	// TimeoutMs is the call's deadline, in milliseconds.

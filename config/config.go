@@ -7,9 +7,11 @@
 // variables TROUPE_<TABLE>__<KEY> (double underscore between levels) and
 // then -c flags override it; their values are read as TOML and, when they
 // are not TOML, as plain strings (as Codex reads -c). Unknown keys, wrong
-// types and invalid values are errors naming the source, the key and the
-// reason. "${NAME}" in any string value is replaced by the environment
-// variable NAME at load; such values are secrets and are never printed.
+// types and invalid values are errors (Error) naming the layer (with the
+// file's line), the dotted key, the value, the reason and the nearest known
+// key; every unknown key and wrong type is reported at once. "${NAME}" in
+// any string value is replaced by the environment variable NAME at load;
+// such values are secrets and are never printed.
 package config
 
 import (
@@ -60,6 +62,7 @@ type Config struct {
 	Output     Output                 `koanf:"output"`
 	Shell      Shell                  `koanf:"shell"`
 	Codex      Codex                  `koanf:"codex"`
+	Sessions   Sessions               `koanf:"sessions"`
 
 	// File is the config file that was read, "" for none.
 	File string `koanf:"-"`
@@ -76,6 +79,16 @@ type Server struct {
 	Instructions string `koanf:"instructions"`
 }
 
+// Sessions is the [sessions] table: what a client may set for its own
+// session in initialize's _meta."dev.troupe/session" (working directory,
+// environment variables), which applies to that session's calls only.
+type Sessions struct {
+	// AllowOverrides lets clients set them; off, a request to is refused.
+	AllowOverrides bool `koanf:"allow_overrides"`
+	// AllowedEnv lists the variable names (exact) a session may set.
+	AllowedEnv []string `koanf:"allowed_env"`
+}
+
 // Limits is the [limits] table.
 type Limits struct {
 	MaxLineBytes  int           `koanf:"max_line_bytes"`
@@ -83,6 +96,12 @@ type Limits struct {
 	PageSize      int           `koanf:"page_size"`
 	CallTimeout   time.Duration `koanf:"call_timeout"`
 	ShutdownGrace time.Duration `koanf:"shutdown_grace"`
+	// McpServersStartupWait bounds how long troupe waits at start for its
+	// downstream servers before serving: clients that list tools once
+	// (Codex) see the servers ready by then, and troupe's own tools early
+	// enough for Codex's first model request (~0.85 s after it starts its
+	// servers). Servers ready later arrive with list_changed.
+	McpServersStartupWait time.Duration `koanf:"mcp_servers_startup_wait"`
 }
 
 // Logging is the [logging] table.
@@ -278,6 +297,12 @@ type Options struct {
 type source struct {
 	name string
 	data map[string]any
+	// lines maps a file layer's keys (delim-joined) to where they are
+	// written; nil for other layers.
+	lines map[string]pos
+	// vars maps the environment layer's keys (delim-joined) to the
+	// variables that set them; nil for other layers.
+	vars map[string]string
 }
 
 // Load reads the configuration.
@@ -293,11 +318,11 @@ func Load(o Options) (*Config, error) {
 		return nil, err
 	}
 	if file != "" {
-		data, err := readFile(file)
+		s, err := readFile(file)
 		if err != nil {
 			return nil, err
 		}
-		sources = append(sources, source{"config file " + file, data})
+		sources = append(sources, *s)
 	}
 	if s, err := envSource(env); err != nil {
 		return nil, err
@@ -307,17 +332,20 @@ func Load(o Options) (*Config, error) {
 	for _, ov := range o.Overrides {
 		data, err := parseOverride(ov)
 		if err != nil {
-			return nil, fmt.Errorf("-c %s: %w", ov, err)
+			return nil, &Error{Layer: "-c " + ov, Problem: err.Error()}
 		}
-		sources = append(sources, source{"-c " + ov, data})
+		sources = append(sources, source{name: "-c " + ov, data: data})
 	}
 
 	// Each layer alone must use known keys with the right types, so an
-	// error names the layer that has it.
+	// error names the layer that has it; every such problem is reported.
+	if err := checkSources(sources); err != nil {
+		return nil, err
+	}
 	for _, s := range sources {
 		var probe Config
 		if err := decode(s.data, &probe); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
+			return nil, &Error{Layer: s.name, Problem: err.Error()}
 		}
 	}
 	k := koanf.New(delim)
@@ -335,10 +363,10 @@ func Load(o Options) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := c.resolveSecrets(env); err != nil {
-		return nil, err
+		return nil, locateKeyError(sources, err)
 	}
 	if err := c.validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", blame(sources, err), err)
+		return nil, locateKeyError(sources, err)
 	}
 	return c, nil
 }
@@ -381,29 +409,13 @@ func findFile(flag string, env map[string]string) (string, error) {
 	return "", nil
 }
 
-func readFile(path string) (map[string]any, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	var data map[string]any
-	if err := gotoml.Unmarshal(b, &data); err != nil {
-		var de *gotoml.DecodeError
-		if errors.As(err, &de) {
-			row, col := de.Position()
-			return nil, fmt.Errorf("config file %s:%d:%d: %s", path, row, col, de.Error())
-		}
-		return nil, fmt.Errorf("config file %s: %w", path, err)
-	}
-	return data, nil
-}
-
 // envSource reads TROUPE_<TABLE>__<KEY>=value variables. Variables without
 // a double underscore (TROUPE_CONFIG, or a token such as TROUPE_TOKEN) are
 // not overrides.
 func envSource(env map[string]string) (*source, error) {
 	names := slices.Sorted(maps.Keys(env))
 	data := map[string]any{}
+	vars := map[string]string{}
 	for _, name := range names {
 		rest, ok := strings.CutPrefix(name, EnvPrefix)
 		if !ok || !strings.Contains(rest, "__") {
@@ -411,14 +423,16 @@ func envSource(env map[string]string) (*source, error) {
 		}
 		parts := strings.Split(strings.ToLower(rest), "__")
 		if slices.Contains(parts, "") {
-			return nil, fmt.Errorf("environment %s: empty key part", name)
+			return nil, &Error{Layer: "environment " + name,
+				Problem: "empty key part: levels are separated by exactly two underscores, as in " + EnvPrefix + "LIMITS__CALL_TIMEOUT"}
 		}
 		setPath(data, parts, parseValue(env[name]))
+		vars[strings.Join(parts, delim)] = name
 	}
 	if len(data) == 0 {
 		return nil, nil
 	}
-	return &source{"environment (" + EnvPrefix + "…__…)", data}, nil
+	return &source{name: "environment (" + EnvPrefix + "…__…)", data: data, vars: vars}, nil
 }
 
 // parseOverride reads "key=value" as the TOML line "key = value", so keys
@@ -520,13 +534,13 @@ var secretRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // variable (never a value).
 func (c *Config) resolveSecrets(env map[string]string) error {
 	var firstErr error
-	resolve := func(key, v string) string {
+	resolve := func(key []string, v string) string {
 		return secretRef.ReplaceAllStringFunc(v, func(ref string) string {
 			name := ref[2 : len(ref)-1]
 			val, ok := env[name]
 			if !ok || val == "" {
 				if firstErr == nil {
-					firstErr = fmt.Errorf("config: %s refers to the environment variable %s, which is not set", key, name)
+					firstErr = errKey(key, "%s refers to the environment variable %s, which is not set", dotted(key), name)
 				}
 				return ""
 			}
@@ -534,21 +548,21 @@ func (c *Config) resolveSecrets(env map[string]string) error {
 			return val
 		})
 	}
-	c.HTTP.Auth.BearerToken = resolve("http.auth.bearer_token", c.HTTP.Auth.BearerToken)
+	c.HTTP.Auth.BearerToken = resolve(p("http", "auth", "bearer_token"), c.HTTP.Auth.BearerToken)
 	for name, t := range c.Mcp {
 		for k, v := range t.Env {
-			t.Env[k] = resolve(fmt.Sprintf("mcp.%q.env.%s", name, k), v)
+			t.Env[k] = resolve(p("mcp", name, "env", k), v)
 		}
-		for i, a := range t.Args {
-			t.Args[i] = resolve(fmt.Sprintf("mcp.%q.args[%d]", name, i), a)
+		for i := range t.Args {
+			t.Args[i] = resolve(p("mcp", name, "args"), t.Args[i])
 		}
 	}
 	for name, s := range c.McpServers {
 		for k, v := range s.Env {
-			s.Env[k] = resolve(fmt.Sprintf("mcp_servers.%q.env.%s", name, k), v)
+			s.Env[k] = resolve(p("mcp_servers", name, "env", k), v)
 		}
 		for k, v := range s.HTTPHeaders {
-			s.HTTPHeaders[k] = resolve(fmt.Sprintf("mcp_servers.%q.http_headers.%s", name, k), v)
+			s.HTTPHeaders[k] = resolve(p("mcp_servers", name, "http_headers", k), v)
 		}
 	}
 	return firstErr
@@ -565,33 +579,4 @@ func (e *keyError) Error() string { return e.msg }
 
 func errKey(path []string, format string, args ...any) error {
 	return &keyError{key: path, msg: fmt.Sprintf(format, args...)}
-}
-
-// blame names the last layer that set the key an error is about.
-func blame(sources []source, err error) string {
-	var ke *keyError
-	if errors.As(err, &ke) {
-		for i := len(sources) - 1; i >= 0; i-- {
-			if hasPath(sources[i].data, ke.key) {
-				return sources[i].name
-			}
-		}
-	}
-	return "config"
-}
-
-func hasPath(m map[string]any, path []string) bool {
-	for i, p := range path {
-		v, ok := m[p]
-		if !ok {
-			return false
-		}
-		if i == len(path)-1 {
-			return true
-		}
-		if m, ok = v.(map[string]any); !ok {
-			return false
-		}
-	}
-	return false
 }

@@ -22,7 +22,5 @@ func ExampleLoad() {
 	fmt.Println(err)
 	// Output:
 	// 30s debug
-	// -c limits.calltimeout=30s: decoding failed due to the following error(s):
-	//
-	// 'limits' has invalid keys: calltimeout
+	// -c limits.calltimeout=30s: limits.calltimeout: unknown key (did you mean limits.call_timeout?)
 }

@@ -25,6 +25,8 @@ func (c *Config) validate() error {
 		return errKey(p("limits", "call_timeout"), "limits.call_timeout must be positive, got %s", l.CallTimeout)
 	case l.ShutdownGrace < 0:
 		return errKey(p("limits", "shutdown_grace"), "limits.shutdown_grace must not be negative, got %s", l.ShutdownGrace)
+	case l.McpServersStartupWait < 0 || l.McpServersStartupWait > time.Minute:
+		return errKey(p("limits", "mcp_servers_startup_wait"), "limits.mcp_servers_startup_wait must be from 0s to 1m, got %s", l.McpServersStartupWait)
 	}
 	switch c.Logging.Format {
 	case "text", "json":
@@ -60,6 +62,11 @@ func (c *Config) validate() error {
 	}
 	if err := c.validateExecution(); err != nil {
 		return err
+	}
+	for _, name := range c.Sessions.AllowedEnv {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return errKey(p("sessions", "allowed_env"), "sessions.allowed_env: %q is not an environment variable name", name)
+		}
 	}
 	for name, t := range c.Mcp {
 		if err := t.validate(name); err != nil {

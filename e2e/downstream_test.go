@@ -19,8 +19,16 @@ import (
 
 // downstreamConfig writes a troupe config with the given [mcp_servers]
 // tables and returns its path.
+//
+// troupe then waits for its downstream servers at start
+// (waitForDownstreams) unless tables say otherwise: the tests list tools at
+// once, and a server slower than the default wait (500ms) on a loaded
+// machine would be missing from that first list.
 func downstreamConfig(t *testing.T, tables string) string {
 	t.Helper()
+	if !strings.Contains(tables, "mcp_servers_startup_wait") {
+		tables += waitForDownstreams
+	}
 	file := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(file, []byte(tables), 0o600); err != nil {
 		t.Fatal(err)

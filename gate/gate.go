@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ type Call struct {
 	Arguments json.RawMessage
 	Preview   *tools.Preview   // nil for tools that run no program
 	Secrets   *redact.Redactor // the server's secret values; nil means none
+	// Session is the cwd and env the session set for itself (nil: none);
+	// the prompt shows them and the hash binds them.
+	Session *tools.Overrides
 }
 
 // Hash is the hex SHA-256 an approval binds to: the tool, its arguments
@@ -86,7 +90,8 @@ func Hash(c Call) string {
 		Command []string          `json:"command"`
 		Sandbox string            `json:"sandbox"`
 		Network bool              `json:"network"`
-	}{Tool: c.Spec.Name, Args: args, Sandbox: c.Spec.Safety.SandboxProfile, Network: c.Spec.Safety.AllowNetwork}
+		Session *tools.Overrides  `json:"session,omitempty"`
+	}{Session: c.Session, Tool: c.Spec.Name, Args: args, Sandbox: c.Spec.Safety.SandboxProfile, Network: c.Spec.Safety.AllowNetwork}
 	if c.Preview != nil {
 		bound.Cwd, bound.Env, bound.Command = c.Preview.Cwd, c.Preview.Env, c.Preview.Command
 	}
@@ -165,6 +170,17 @@ func Message(c Call, hash string) string {
 		if keys := envKeys(c.Preview.Env); keys != "" {
 			fmt.Fprintf(&b, "Environment it sets: %s\n", keys)
 		}
+	}
+	if o := c.Session; o != nil {
+		cwd := o.Cwd
+		if cwd == "" {
+			cwd = "(not set)"
+		}
+		env := envKeys(o.Env)
+		if env == "" {
+			env = "(none)"
+		}
+		fmt.Fprintf(&b, "Set by this session: working directory %s, environment %s\n", Printable(cwd), env)
 	}
 	effects := "none declared"
 	if len(s.Safety.SideEffects) > 0 {
@@ -269,12 +285,47 @@ func Refusal(spec tools.Spec, outcome, detail string, p Policy) *tools.Error {
 	return &tools.Error{Kind: tools.KindPermissionDenied, Message: msg + " " + howToAllow(spec)}
 }
 
+// howToAllow is the advice a refusal ends with. It names the settings
+// that really let the tool run without asking, which depend on where the
+// tool comes from (its tools.MetaSource): a command tool has its own
+// [mcp.<name>] table, a downstream server's tools share their server's
+// [mcp_servers.<server>] table (an [mcp.<name>] table for one of them
+// would be a command tool without a command, and troupe would not start),
+// and every tool that is not high-risk can be named in approvals.trust.
 func howToAllow(spec tools.Spec) string {
 	if spec.Safety.HighRisk {
 		return "It is high-risk, so troupe always asks a person first, whatever the configuration says: " +
 			"use a client that shows approval prompts (elicitation), such as the Codex TUI or the MCP Inspector, " +
 			"and choose to allow it once or for the session."
 	}
-	return fmt.Sprintf("To run it without asking, the operator can set requires_approval = false in its [mcp.%q] "+
-		"table or add it to [approvals] trust in troupe's config; or use a client that shows approval prompts.", spec.Name)
+	trust := fmt.Sprintf("add %q to trust in the [approvals] table of troupe's config (approvals.trust = [%q])", spec.Name, spec.Name)
+	const prompts = "; or use a client that shows approval prompts."
+	source, _ := spec.Meta[tools.MetaSource].(string)
+	switch {
+	case source == "config":
+		return fmt.Sprintf("To run it without asking, the operator can set requires_approval = false in its [mcp.%q] "+
+			"table, or %s%s", spec.Name, trust, prompts)
+	case strings.HasPrefix(source, "mcp_servers."):
+		server, _ := spec.Meta[protocol.MetaPrefix+"server"].(string)
+		if server == "" {
+			server = strings.TrimPrefix(source, "mcp_servers.")
+		}
+		return fmt.Sprintf("It comes from the downstream server %q. To run it without asking, the operator can %s, "+
+			"or set requires_approval = false in that server's [mcp_servers.%s] table "+
+			"(then no tool of that server asks)%s", server, trust, TOMLKey(server), prompts)
+	}
+	return "To run it without asking, the operator can " + trust + prompts
+}
+
+// TOMLKey writes key as a TOML key: bare when it may be (A-Z a-z 0-9 _ -),
+// else quoted, so advice can be pasted into a config file as it is.
+func TOMLKey(key string) string {
+	bare := key != ""
+	for _, c := range key {
+		bare = bare && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-')
+	}
+	if bare {
+		return key
+	}
+	return strconv.Quote(key)
 }

@@ -77,7 +77,7 @@ func TestPromptMasksSecrets(t *testing.T) {
 
 func TestRefusalSaysHowToAllow(t *testing.T) {
 	e := gate.Refusal(tools.Spec{Name: "git.push"}, "unavailable", "", gate.Policy{})
-	if e.Kind != tools.KindPermissionDenied || !strings.Contains(e.Message, `requires_approval = false`) {
+	if e.Kind != tools.KindPermissionDenied || !strings.Contains(e.Message, `approvals.trust = ["git.push"]`) {
 		t.Fatalf("refusal: %+v", e)
 	}
 	if e := gate.Refusal(shellSpec(), "denied", "declined", gate.Policy{}); !strings.Contains(e.Message, "always asks a person") {

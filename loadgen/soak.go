@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +20,7 @@ func soak(ctx context.Context, opts Options, tmpl callTemplate, eps []endpoint, 
 	var done, failed atomic.Int64
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	bg.Go(func() { progress(opts.Progress, "soak", &done, &failed, total, began, stop) })
+	bg.Go(func() { soakProgress(opts.Progress, &done, &failed, total, opts.Duration, began, stop) })
 
 	// RSS at each interval's end.
 	var rss []int64
@@ -102,4 +104,28 @@ func intervals(samples []sample, step time.Duration, rss []int64) []Interval {
 		out[i] = iv
 	}
 	return out
+}
+
+// soakProgress keeps a live line on out (a terminal) while a soak runs:
+// how far into the duration it is, calls done of those planned, the rate
+// reached and the errors so far; the line is cleared at the end. A soak
+// runs for minutes, so the time left matters more than the count.
+func soakProgress(out io.Writer, done, failed *atomic.Int64, total int64, dur time.Duration, began time.Time, stop <-chan struct{}) {
+	if out == nil {
+		return
+	}
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			fmt.Fprint(out, "\r\033[K")
+			return
+		case <-t.C:
+			el := time.Since(began)
+			n := done.Load()
+			fmt.Fprintf(out, "\r\033[Ksoak: %s of %s  calls %d/%d  %.0f/s  errors %d",
+				min(el, dur).Truncate(time.Second), dur, n, total, float64(n)/el.Seconds(), failed.Load())
+		}
+	}
 }

@@ -31,6 +31,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"troupe/actors"
 	"troupe/mcphttp/origin"
 )
@@ -101,6 +103,7 @@ type Handler struct {
 	mu       sync.Mutex
 	sessions map[string]*actors.HTTPSession
 	closing  atomic.Bool
+	denials  denialLog
 }
 
 // New returns a Handler serving sessions on host.
@@ -161,12 +164,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if h.opts.CheckHost && !loopbackHost(r.Host) {
-		h.refuse(w, http.StatusForbidden, "Host header is not a loopback name (DNS rebinding protection)")
+		h.deny(w, r, http.StatusForbidden, "Host header is not a loopback name (DNS rebinding protection)")
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		if err := h.checkOrigin(o); err != nil {
-			h.refuse(w, http.StatusForbidden, "Origin "+strconv.Quote(o)+" "+err.Error())
+			h.deny(w, r, http.StatusForbidden, "Origin "+strconv.Quote(o)+" "+err.Error())
 			return
 		}
 	}
@@ -198,13 +201,13 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) ([32]byte
 	scheme, token, found := strings.Cut(auth, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="troupe"`)
-		h.refuse(w, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")
+		h.deny(w, r, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")
 		return [32]byte{}, false
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="troupe", error="invalid_token"`)
-		h.refuse(w, http.StatusUnauthorized, "invalid bearer token")
+		h.deny(w, r, http.StatusUnauthorized, "invalid bearer token")
 		return [32]byte{}, false
 	}
 	return got, true
@@ -287,6 +290,49 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, owner [32]byte)
 		h.log.Warn("session did not end in time after DELETE", "session", s.ID()[:8])
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// deny refuses a request that failed a security check (Host, Origin,
+// bearer token) and logs it at info with the reason and the client's
+// address, so an operator sees a misconfigured client or a probe without
+// debug logging. The lines are rate-limited (a flood of refusals is one
+// line, then one line per interval counting what was left out); the token
+// itself is never logged, only whether and why it did not fit.
+func (h *Handler) deny(w http.ResponseWriter, r *http.Request, status int, message string) {
+	if n, ok := h.denials.allow(); ok {
+		args := []any{"status", status, "reason", message, "remote", r.RemoteAddr, "method", r.Method}
+		if n > 0 {
+			args = append(args, "suppressed", n)
+		}
+		h.log.Info("http request refused", args...)
+	}
+	h.refuse(w, status, message)
+}
+
+// denialInterval is how often refused requests are logged at most, after
+// an initial burst of denialBurst lines.
+const (
+	denialInterval = 10 * time.Second
+	denialBurst    = 1
+)
+
+// denialLog rate-limits the log lines of refused requests and counts the
+// ones it left out, which the next line reports.
+type denialLog struct {
+	once       sync.Once
+	limiter    *rate.Limiter
+	suppressed atomic.Int64
+}
+
+// allow reports whether a refusal may be logged now and, if so, how many
+// were left out since the last line.
+func (d *denialLog) allow() (int64, bool) {
+	d.once.Do(func() { d.limiter = rate.NewLimiter(rate.Every(denialInterval), denialBurst) })
+	if !d.limiter.Allow() {
+		d.suppressed.Add(1)
+		return 0, false
+	}
+	return d.suppressed.Swap(0), true
 }
 
 // refuse answers with an HTTP error whose body is a JSON-RPC error without

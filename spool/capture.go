@@ -222,18 +222,40 @@ func (c *Capture) Describe() string {
 		c.stored, c.total, c.name, c.store.capNote(c.cut))
 }
 
-// where says in Text's marker where the whole stream is, or why it is
-// not all kept: the one place a result learns that a cap was reached.
-func (c *Capture) where() string {
-	switch {
-	case c.store == nil:
-		return "" // memory only
-	case c.stored == c.total:
-		return "; the whole " + c.name + " is at " + c.uri
-	case c.stored == 0:
-		return "; none of it was kept on disk: " + c.store.capNote(c.cut)
+// ReadChunk is the length of the ranges a result's note suggests reading
+// the rest in: small enough that a client which cuts long tool results
+// (Codex keeps about 12,000 bytes of one) shows a whole range.
+const ReadChunk = 8192
+
+// note is the line a partial view of the stream starts with, saying what
+// it shows and where the rest is: first, so that a client which cuts a
+// long result in the middle or at its end (Codex keeps the head and the
+// tail of about 12,000 bytes and drops later content blocks, the
+// resource_link too) still shows it. shown says what the view holds ("the
+// first 2048 and the last 2048 bytes"); from is the offset of the first
+// byte it leaves out. "" without a spool: there is nothing to point at.
+func (c *Capture) note(shown string, from int64) string {
+	if c.store == nil {
+		return ""
 	}
-	return fmt.Sprintf("; the first %d bytes are at %s, the rest was not kept: %s", c.stored, c.uri, c.store.capNote(c.cut))
+	head := fmt.Sprintf("[%s: %d bytes; this shows %s", c.name, c.total, shown)
+	switch {
+	case c.stored == c.total:
+		return fmt.Sprintf("%s; the whole %s is at %s: read the rest with resources/read in ranges, e.g. %s]\n",
+			head, c.name, c.uri, c.rangeURI(from))
+	case c.stored == 0:
+		return fmt.Sprintf("%s; none of it was kept on disk: %s]\n", head, c.store.capNote(c.cut))
+	case from >= c.stored:
+		return fmt.Sprintf("%s; the first %d bytes are at %s, the rest was not kept: %s]\n",
+			head, c.stored, c.uri, c.store.capNote(c.cut))
+	}
+	return fmt.Sprintf("%s; the first %d bytes are at %s (read them with resources/read in ranges, e.g. %s), the rest was not kept: %s]\n",
+		head, c.stored, c.uri, c.rangeURI(from), c.store.capNote(c.cut))
+}
+
+// rangeURI is the resource URI of ReadChunk bytes from offset.
+func (c *Capture) rangeURI(offset int64) string {
+	return fmt.Sprintf("%s?offset=%d&length=%d", c.uri, offset, ReadChunk)
 }
 
 func (c *Capture) tail() []byte {
@@ -246,8 +268,9 @@ func (c *Capture) tail() []byte {
 }
 
 // Text is what the capture keeps in memory, as valid UTF-8: the whole
-// stream when it fits, else its head, a line saying how many bytes were
-// left out (and where to read them), and its tail.
+// stream when it fits, else a note (what is shown, where the whole stream
+// is: see note), its head, a line saying how many bytes were left out,
+// and its tail.
 func (c *Capture) Text() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -258,13 +281,15 @@ func (c *Capture) Text() string {
 	head = head[:cutIncomplete(head)]
 	tail = tail[skipContinuation(tail):]
 	omitted := c.total - int64(len(head)+len(tail))
-	return validText(string(head)) +
-		fmt.Sprintf("\n[... %d bytes of %s omitted%s ...]\n", omitted, c.name, c.where()) +
+	return c.note(fmt.Sprintf("the first %d and the last %d bytes", len(head), len(tail)), int64(len(head))) +
+		validText(string(head)) +
+		fmt.Sprintf("\n[... %d bytes of %s omitted ...]\n", omitted, c.name) +
 		validText(string(tail))
 }
 
 // Last is the stream's last n bytes (fewer if they are not all kept), as
-// valid UTF-8, with "..." in front when anything came before them.
+// valid UTF-8, with "..." in front when anything came before them, and
+// then, with a spool, the note saying where the whole stream is.
 func (c *Capture) Last(n int) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -279,7 +304,7 @@ func (c *Capture) Last(n int) string {
 	}
 	b = b[max(0, len(b)-n):]
 	b = b[skipContinuation(b):]
-	return "..." + validText(string(b))
+	return c.note(fmt.Sprintf("the last %d bytes", len(b)), 0) + "..." + validText(string(b))
 }
 
 // Bytes returns the whole stream when it is at most limit bytes and fully

@@ -34,7 +34,7 @@ func TestCaptureKeepsHeadTailAndSpoolsEverything(t *testing.T) {
 		t.Fatal("not truncated")
 	}
 	text := out.Stdout.Text()
-	if !strings.HasPrefix(text, "line 0\nl") || !strings.HasSuffix(text, "ne 999\n") ||
+	if _, rest, _ := strings.Cut(text, "]\n"); !strings.HasPrefix(rest, "line 0\nl\n[... ") || !strings.HasSuffix(text, "ne 999\n") ||
 		!strings.Contains(text, "troupe://output/abc/stdout") {
 		t.Fatalf("text %q", text)
 	}

@@ -16,7 +16,10 @@ import (
 
 // Defaults of Limits.
 const (
-	DefaultInlineBytes   = 16 << 10 // head and tail each, per stream
+	// DefaultInlineBytes is the head and the tail each, per stream: a
+	// result that shows both streams (shell.exec) stays under the
+	// 12,000 bytes Codex keeps of a tool result, note and JSON included.
+	DefaultInlineBytes   = 2 << 10
 	DefaultMaxFileBytes  = 1 << 30  // per stream
 	DefaultMaxStoreBytes = 4 << 30  // per store: every stream of a session's outputs
 	DefaultMaxTotalBytes = 16 << 30 // per Budget: what NewBudget(0) allows

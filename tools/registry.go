@@ -2,12 +2,15 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -223,4 +226,77 @@ func describeViolations(tool string, ve *jsonschema.ValidationError) string {
 		lines = append(lines, "  - "+ve.Error())
 	}
 	return fmt.Sprintf("invalid arguments for %s:\n%s", tool, strings.Join(lines, "\n"))
+}
+
+// maxWarnedOnce bounds the warnings a WarnOnce logger remembers; past it
+// the memory starts over (a warning may then repeat, never grow memory).
+const maxWarnedOnce = 4096
+
+// WarnOnce returns a logger that writes each distinct warning (level,
+// message and attributes; warn and above) once, and everything below warn
+// as log does. troupe rebuilds its registry whenever a downstream server's
+// tools change and at each reload: the naming warnings of a build (names
+// Codex changes, collisions, tools left out) go through one WarnOnce
+// logger, so each problem is reported once rather than at every build.
+// The logger is safe for concurrent use.
+func WarnOnce(log *slog.Logger) *slog.Logger {
+	return slog.New(&onceHandler{next: log.Handler(), seen: &warnedSet{m: map[string]struct{}{}}})
+}
+
+// warnedSet is what a WarnOnce logger and the loggers derived from it
+// (With, WithGroup) have written.
+type warnedSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// first records key and reports whether it is new.
+func (w *warnedSet) first(key string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.m[key]; ok {
+		return false
+	}
+	if len(w.m) >= maxWarnedOnce {
+		clear(w.m)
+	}
+	w.m[key] = struct{}{}
+	return true
+}
+
+type onceHandler struct {
+	next   slog.Handler
+	seen   *warnedSet
+	prefix string // the attributes and groups of With and WithGroup, as text
+}
+
+func (h *onceHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h *onceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		var b strings.Builder
+		b.WriteString(h.prefix)
+		fmt.Fprintf(&b, "\x00%d\x00%s", r.Level, r.Message)
+		r.Attrs(func(a slog.Attr) bool {
+			fmt.Fprintf(&b, "\x00%s=%v", a.Key, a.Value.Resolve())
+			return true
+		})
+		if !h.seen.first(b.String()) {
+			return nil
+		}
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h *onceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	var b strings.Builder
+	b.WriteString(h.prefix)
+	for _, a := range as {
+		fmt.Fprintf(&b, "\x00%s=%v", a.Key, a.Value.Resolve())
+	}
+	return &onceHandler{next: h.next.WithAttrs(as), seen: h.seen, prefix: b.String()}
+}
+
+func (h *onceHandler) WithGroup(name string) slog.Handler {
+	return &onceHandler{next: h.next.WithGroup(name), seen: h.seen, prefix: h.prefix + "\x00[" + name + "]"}
 }

@@ -71,6 +71,11 @@ type Request struct {
 	// Client asks the MCP client something on behalf of this call (ping,
 	// elicitation); nil when the call has no client to ask.
 	Client Client
+	// ClientMeta is the _meta object of the client's tools/call as it was
+	// sent (nil when there was none): a proxied tool passes its members
+	// on to the downstream server (Codex's callId, threadId, turn
+	// metadata).
+	ClientMeta json.RawMessage
 	// Overrides are the session's own working directory and environment;
 	// nil when the session has none. Tools that run processes apply them
 	// before their configured ones.

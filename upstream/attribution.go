@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -31,6 +33,43 @@ type flight struct {
 	// no callback runs any more: observers never outlive their CallTool.
 	mu    sync.Mutex
 	ended bool
+	// urls are the elicitationIds of the URL-mode elicitations relayed
+	// for the call, so their notifications/elicitation/complete find it.
+	urls map[string]bool
+}
+
+// notificationElicitationComplete is sent by a server when the
+// out-of-band interaction of a URL-mode elicitation is over (2025-11-25).
+const notificationElicitationComplete = "notifications/elicitation/complete"
+
+// maxURLElicitations bounds the elicitationIds one call remembers.
+const maxURLElicitations = 64
+
+// relayedURL records a URL-mode elicitation relayed for the call.
+func (f *flight) relayedURL(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.urls == nil {
+		f.urls = map[string]bool{}
+	}
+	if len(f.urls) < maxURLElicitations {
+		f.urls[id] = true
+	}
+}
+
+// elicitationComplete delivers notifications/elicitation/complete when the
+// elicitation is the call's; false means it is not.
+func (f *flight) elicitationComplete(id string, params json.RawMessage) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended || !f.urls[id] {
+		return false
+	}
+	delete(f.urls, id)
+	if f.obs.ElicitationComplete != nil {
+		f.obs.ElicitationComplete(params)
+	}
+	return true
 }
 
 // progress delivers notifications/progress unless the call has ended.
@@ -152,6 +191,23 @@ func (c *Client) notification(method string, params json.RawMessage, f *flight) 
 			return
 		}
 		c.logDownstream(m.Level, m.Logger, m.Data)
+	case notificationElicitationComplete:
+		var p struct {
+			ID string `json:"elicitationId"`
+		}
+		if json.Unmarshal(params, &p) != nil || p.ID == "" {
+			c.log.Debug("upstream: malformed notifications/elicitation/complete dropped")
+			return
+		}
+		c.mu.Lock()
+		flights := slices.Collect(maps.Values(c.flights))
+		c.mu.Unlock()
+		for _, f := range flights {
+			if f.elicitationComplete(p.ID, params) {
+				return
+			}
+		}
+		c.log.Debug("upstream: elicitation/complete for no elicitation of a call in flight dropped", "elicitation", p.ID)
 	case protocol.NotificationToolsListChanged:
 		if c.h.ToolsChanged != nil {
 			c.h.ToolsChanged()
@@ -264,18 +320,22 @@ func (c *Client) answer(ctx context.Context, method string, params json.RawMessa
 // elicit relays elicitation/create to the call's Observer.Elicit.
 func (c *Client) elicit(ctx context.Context, params json.RawMessage, f *flight) (json.RawMessage, *RPCError) {
 	var p struct {
-		Mode string `json:"mode"`
+		Mode          string `json:"mode"`
+		ElicitationID string `json:"elicitationId"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &RPCError{Code: protocol.CodeInvalidParams, Message: "elicitation/create params are not an object"}
 	}
-	if p.Mode != "" && p.Mode != "form" {
-		// We declared form mode only; the spec has the client refuse others.
-		return nil, &RPCError{Code: protocol.CodeInvalidParams, Message: "elicitation mode " + strconv.Quote(p.Mode) + " is not supported (form only)"}
+	if p.Mode != "" && p.Mode != "form" && p.Mode != "url" {
+		// We declared form and URL mode; the spec has the client refuse others.
+		return nil, &RPCError{Code: protocol.CodeInvalidParams, Message: "elicitation mode " + strconv.Quote(p.Mode) + " is not supported (form and url only)"}
 	}
 	if f == nil || f.obs.Elicit == nil {
 		c.log.Debug("upstream: elicitation declined: no call to relay it to")
 		return answerDecline, nil
+	}
+	if p.Mode == "url" && p.ElicitationID != "" {
+		f.relayedURL(p.ElicitationID)
 	}
 	res, err := f.obs.Elicit(ctx, params)
 	var rpcErr *RPCError

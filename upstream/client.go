@@ -1,12 +1,15 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -101,6 +104,12 @@ type Observer struct {
 	// any other error as an internal error. nil declines every request
 	// ({"action":"decline"}).
 	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// ElicitationComplete receives notifications/elicitation/complete
+	// (2025-11-25) for a URL-mode elicitation of this call: the server says
+	// the out-of-band interaction with that elicitationId has finished. It
+	// is matched by the elicitationId of an elicitation Elicit answered
+	// during the call, and called like Progress.
+	ElicitationComplete func(params json.RawMessage)
 }
 
 // transport is one way of exchanging JSON-RPC messages with the server.
@@ -177,8 +186,10 @@ func newClient(cfg Config, h Handlers) *Client {
 // Dial connects to the server (spawns the process, or POSTs initialize),
 // performs the MCP handshake and returns the ready Client. It offers
 // protocol.Latest and accepts any revision troupe supports; it declares
-// the elicitation capability (form mode only), since troupe relays
-// elicitation to its own client. ctx bounds the whole handshake (the
+// the elicitation capability in form and URL mode, since troupe relays
+// elicitation to its own client (which declines what its client cannot
+// show). Servers register some tools only for clients that can be asked
+// (server-everything's trigger-url-elicitation). ctx bounds the whole handshake (the
 // server's startup timeout). On failure everything Dial started is torn
 // down: the process group is killed and no goroutine is left.
 func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
@@ -210,6 +221,11 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 	return c, nil
 }
 
+// declaredCapabilities are the client capabilities troupe declares to a
+// downstream server: elicitation in both modes (2025-11-25; earlier
+// revisions read any elicitation object as form mode).
+const declaredCapabilities = `{"elicitation":{"form":{},"url":{}}}`
+
 // initialize runs the handshake: initialize, check the answer,
 // notifications/initialized.
 func (c *Client) initialize(ctx context.Context, info protocol.Implementation) error {
@@ -217,7 +233,7 @@ func (c *Client) initialize(ctx context.Context, info protocol.Implementation) e
 		ProtocolVersion protocol.Version        `json:"protocolVersion"`
 		Capabilities    json.RawMessage         `json:"capabilities"`
 		ClientInfo      protocol.Implementation `json:"clientInfo"`
-	}{protocol.Latest, json.RawMessage(`{"elicitation":{}}`), info})
+	}{protocol.Latest, json.RawMessage(declaredCapabilities), info})
 	raw, err := c.request(ctx, protocol.MethodInitialize, params, nil)
 	if err != nil {
 		return err
@@ -294,7 +310,9 @@ func (c *Client) ListTools(ctx context.Context) ([]json.RawMessage, error) {
 // member order and number spellings.
 //
 // The request always carries a progress token unique to this call, and obs
-// receives what the server sends about it. A JSON-RPC error response is
+// receives what the server sends about it. The members of the _meta that
+// WithCallMeta attached to ctx go with it, except a progressToken: the
+// token is always troupe's own. A JSON-RPC error response is
 // returned as *RPCError. When ctx ends first, the server gets
 // notifications/cancelled and CallTool returns context.Cause(ctx). When the
 // connection is lost, CallTool returns at once with an error wrapping
@@ -302,7 +320,7 @@ func (c *Client) ListTools(ctx context.Context) ([]json.RawMessage, error) {
 func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage, obs Observer) (json.RawMessage, error) {
 	f := c.startFlight(obs)
 	defer c.endFlight(f)
-	params, err := callParams(name, args, f.token)
+	params, err := callParams(name, args, f.token, callMeta(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: tools/call %s: %w", c.name, name, err)
 	}
@@ -314,8 +332,10 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 }
 
 // callParams renders tools/call params by hand, so args are not decoded
-// and re-encoded.
-func callParams(name string, args json.RawMessage, token string) (json.RawMessage, error) {
+// and re-encoded. meta (a JSON object, or nil) is the caller's own _meta:
+// its members follow troupe's progress token, compacted and in name order,
+// and its own progressToken is left out.
+func callParams(name string, args json.RawMessage, token string, meta json.RawMessage) (json.RawMessage, error) {
 	nameJSON, _ := json.Marshal(name)
 	b := append([]byte(`{"name":`), nameJSON...)
 	if len(args) > 0 {
@@ -331,7 +351,47 @@ func callParams(name string, args json.RawMessage, token string) (json.RawMessag
 	tok, _ := json.Marshal(token)
 	b = append(b, `,"_meta":{"progressToken":`...)
 	b = append(b, tok...)
+	if len(meta) > 0 && string(meta) != "null" {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(meta, &members); err != nil {
+			return nil, fmt.Errorf("_meta is not a JSON object: %w", err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(members)) {
+			if k == "progressToken" {
+				continue // troupe's own token identifies the call downstream
+			}
+			var v bytes.Buffer
+			if err := json.Compact(&v, members[k]); err != nil {
+				return nil, fmt.Errorf("_meta member %q: %w", k, err)
+			}
+			key, _ := json.Marshal(k)
+			b = append(b, ',')
+			b = append(b, key...)
+			b = append(b, ':')
+			b = append(b, v.Bytes()...)
+		}
+	}
 	return append(b, "}}"...), nil
+}
+
+// callMetaKey is the context key of WithCallMeta.
+type callMetaKey struct{}
+
+// WithCallMeta returns a context whose CallTool requests carry meta (the
+// calling client's _meta object of its own tools/call) beside troupe's
+// progress token, so a downstream server sees what the client sent
+// (Codex's callId, threadId, turn metadata). nil or empty meta adds
+// nothing.
+func WithCallMeta(ctx context.Context, meta json.RawMessage) context.Context {
+	if len(meta) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, callMetaKey{}, meta)
+}
+
+func callMeta(ctx context.Context) json.RawMessage {
+	m, _ := ctx.Value(callMetaKey{}).(json.RawMessage)
+	return m
 }
 
 func firstByte(b []byte) byte {

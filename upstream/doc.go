@@ -50,6 +50,8 @@
 //
 //   - notifications/progress carries the call's progress token (every call
 //     sends a unique one), so it is matched exactly on both transports.
+//   - notifications/elicitation/complete names the elicitationId of a
+//     URL-mode elicitation relayed for a call, so it is matched exactly too.
 //   - notifications/message and elicitation/create carry no link to a
 //     request. Over streamable HTTP they belong to the call whose POST
 //     stream carried them. Over stdio MCP offers no link at all, so they are

@@ -49,6 +49,7 @@ type fake struct {
 	pending   map[string]chan json.RawMessage // our requests to the client, by id
 	calls     map[string]chan struct{}        // calls in flight, closed on notifications/cancelled
 	cancelled []string                        // "id:reason" of each cancellation seen
+	init      json.RawMessage                 // the params of initialize
 }
 
 type fakeMsg struct {
@@ -166,6 +167,9 @@ func text(s string) string {
 func (f *fake) handle(m fakeMsg) {
 	switch m.Method {
 	case "initialize":
+		f.mu.Lock()
+		f.init = m.Params
+		f.mu.Unlock()
 		version := "2025-11-25"
 		switch f.mode {
 		case "mute":
@@ -242,6 +246,19 @@ func (f *fake) call(m fakeMsg) {
 		seen := strings.Join(f.cancelled, "\n")
 		f.mu.Unlock()
 		f.reply(m.ID, text(seen))
+	case "initparams": // what the client declared in initialize
+		f.mu.Lock()
+		init := f.init
+		f.mu.Unlock()
+		f.reply(m.ID, text(string(init)))
+	case "params": // this call's params, as received
+		f.reply(m.ID, text(string(m.Params)))
+	case "urlelicit":
+		answer := f.ask("elicitation/create", map[string]any{"mode": "url", "message": "sign in",
+			"url": "https://example.com/auth?s=1", "elicitationId": "e-1"})
+		f.notify("notifications/elicitation/complete", map[string]any{"elicitationId": "e-2"}) // not this call's
+		f.notify("notifications/elicitation/complete", map[string]any{"elicitationId": "e-1"})
+		f.reply(m.ID, text("elicited "+string(answer)))
 	case "fail":
 		f.reply(m.ID, `{"content":[{"type":"text","text":"it broke"}],"isError":true}`)
 	case "rpcerr":

@@ -2,58 +2,59 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 
 	"troupe/audit"
 )
 
-const auditUsage = `usage: troupe audit verify [FILE]
-
-Checks the audit log's hash chain: every record's hash, and that each
-record follows the one before it. FILE defaults to the audit log's default
-place ($XDG_STATE_HOME/troupe/audit.jsonl, else
-~/.local/state/troupe/audit.jsonl). Exits 0 when the chain is intact, 1
-when it is not (naming the first bad line) or FILE cannot be read, 2 on
-usage errors.
-`
-
-// auditCommand is "troupe audit verify [FILE]". It is not serve, so it
+// auditCommand is "troupe audit verify [FILE]": it checks the log troupe
+// writes with this configuration (audit.path, from --config, -c or
+// TROUPE_AUDIT__PATH) unless FILE names another. It is not serve, so it
 // may print its verdict on stdout.
 func auditCommand(args []string, stdout, stderr *os.File) int {
-	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprint(stderr, auditUsage)
-		return 2
+	help := auditVerifyHelp()
+	c := newCommonFlags(help, false)
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
+		printHelp(stdout, c.fs, help)
+		return exitOK
+	case len(args) == 0 || args[0] != "verify":
+		printHelp(stderr, c.fs, help)
+		return exitUsage
 	}
-	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, auditUsage) }
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := c.parse(args[1:], stdout, stderr); !ok {
+		return code
 	}
 	var path string
-	switch fs.NArg() {
+	switch c.fs.NArg() {
 	case 0:
-		p, err := audit.DefaultPath()
-		if err != nil {
-			fmt.Fprintln(stderr, "troupe:", err)
-			return 1
+		// The configured log: a mistake in the configuration must not
+		// send the check to another file, so it is an error here too.
+		cfg, code, ok := c.loadConfig(stderr)
+		if !ok {
+			return code
 		}
-		path = p
+		if path = cfg.Audit.Path; path == "" {
+			p, err := audit.DefaultPath()
+			if err != nil {
+				fmt.Fprintln(stderr, "troupe: audit verify:", err)
+				return exitRuntime
+			}
+			path = p
+		}
+		if !cfg.Audit.Enabled {
+			fmt.Fprintf(stderr, "troupe: note: the audit log is off ([audit] enabled = false); checking %s anyway\n", path)
+		}
 	case 1:
-		path = fs.Arg(0)
+		path = c.fs.Arg(0)
 	default:
-		fmt.Fprintf(stderr, "troupe: audit verify: unexpected argument %q\n\n%s", fs.Arg(1), auditUsage)
-		return 2
+		return usageError(stderr, help, "unexpected argument %q", c.fs.Arg(1))
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe: audit verify:", err)
-		return 1
+		return exitRuntime
 	}
 	defer f.Close()
 	n, err := audit.Verify(f)
@@ -61,11 +62,11 @@ func auditCommand(args []string, stdout, stderr *os.File) int {
 	switch {
 	case errors.As(err, &ve):
 		fmt.Fprintf(stderr, "%s: line %d: %s\n", path, ve.Line, ve.Reason)
-		return 1
+		return exitRuntime
 	case err != nil:
 		fmt.Fprintf(stderr, "troupe: audit verify: %s: %v\n", path, err)
-		return 1
+		return exitRuntime
 	}
 	fmt.Fprintf(stdout, "%s: %d records, chain intact\n", path, n)
-	return 0
+	return exitOK
 }

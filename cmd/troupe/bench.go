@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -14,13 +12,16 @@ import (
 	"troupe/loadgen"
 )
 
-const benchUsage = `usage: troupe bench [throughput|sessions|soak] [flags] (--stdio "CMD ARGS" | --http URL | -- CMD ARGS...)
-
-Drives any MCP server with raw JSON-RPC and reports calls/s, latency
+// benchHelp is "troupe bench --help".
+func benchHelp() cmdHelp {
+	return cmdHelp{name: "bench", usage: `troupe bench [throughput|sessions|soak] [flags] (--stdio "CMD ARGS" | --http URL | -- CMD ARGS...)`,
+		summary: "load-test any MCP server (stdio or HTTP)",
+		desc: `Drives any MCP server with raw JSON-RPC and reports calls/s, latency
 percentiles, errors by kind, and, for a local server (a stdio child, or
 --pid), its CPU time per call and RSS. A stdio server's startup_ms is the
 time from its start to its initialize answer; it is started in its own
-process group, killed at the end.
+process group, killed at the end. On a terminal, a live progress line is
+shown on stderr.
 
 Modes:
   throughput  --calls N calls, --concurrency C in flight (over HTTP spread
@@ -33,10 +34,10 @@ Modes:
 
 --stdio splits its value on spaces (no quoting): use "-- CMD ARGS..." for
 arguments with spaces. Exits 0 when the run completed, 1 when it could not
-start, 2 on usage errors. Failed calls are reported, not fatal.
-
-Flags:
-`
+start, 2 on usage errors. Failed calls are reported, not fatal.`,
+		example: `troupe bench --calls 20000 --concurrency 8 -- troupe serve -c tools.benchmark_echo=true
+troupe bench soak --rate 200 --duration 5m --http http://127.0.0.1:8080/mcp --bearer-token-env TROUPE_TOKEN`}
+}
 
 // benchCommand is "troupe bench": a load generator for any MCP server
 // (package loadgen). It is not serve, so stdout carries its report.
@@ -45,38 +46,30 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		mode, args = loadgen.Mode(args[0]), args[1:]
 	}
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchUsage)
-		fs.PrintDefaults()
-	}
-	stdio := fs.String("stdio", "", "start this command as a stdio MCP server (split on spaces)")
-	url := fs.String("http", "", "the streamable-HTTP endpoint, e.g. http://127.0.0.1:8080/mcp")
-	tokenEnv := fs.String("bearer-token-env", "", "send this environment variable's value as the HTTP bearer token")
-	calls := fs.Int("calls", 20000, "throughput: calls to make")
-	concurrency := fs.Int("concurrency", 0, "calls in flight (default 1; 16 for soak and for opening sessions)")
-	sessions := fs.Int("sessions", 1, "HTTP sessions the callers share, or to open in sessions mode")
-	tool := fs.String("tool", "echo", "the tool to call")
-	argsJSON := fs.String("args", `{"text":"hello"}`, "the tool's arguments, a JSON object")
-	rate := fs.Float64("rate", 0, "soak: calls per second")
-	duration := fs.Duration("duration", 0, "soak: how long")
-	interval := fs.Duration("interval", 0, "soak: the drift report's step (default duration/10, at least 1s)")
-	pid := fs.Int("pid", 0, "a local HTTP server's process id, to report its CPU and RSS")
-	timeout := fs.Duration("timeout", loadgen.DefaultTimeout, "bound on the whole run")
-	callTimeout := fs.Duration("call-timeout", loadgen.DefaultCallTimeout, "bound on one call")
-	version := fs.String("protocol-version", "", "the protocol version offered in initialize (default 2025-06-18)")
+	help := benchHelp()
+	fs := newFlagSet(help)
+	stdio := fs.String("stdio", "", "start `\"CMD ARGS\"` as a stdio MCP server (split on spaces)")
+	url := fs.String("http", "", "the streamable-HTTP endpoint `URL`, e.g. http://127.0.0.1:8080/mcp")
+	tokenEnv := fs.String("bearer-token-env", "", "send the value of the environment variable `NAME` as the HTTP bearer token")
+	calls := fs.Int("calls", 20000, "throughput: `N` calls to make")
+	concurrency := fs.Int("concurrency", 0, "`C` calls in flight (default 1; 16 for soak and for opening sessions)")
+	sessions := fs.Int("sessions", 1, "`S` HTTP sessions the callers share, or to open in sessions mode")
+	tool := fs.String("tool", "echo", "the `TOOL` to call")
+	argsJSON := fs.String("args", `{"text":"hello"}`, "the tool's arguments, a `JSON` object")
+	rate := fs.Float64("rate", 0, "soak: `R` calls per second")
+	duration := fs.Duration("duration", 0, "soak: how long, a `DURATION` such as 30s or 5m")
+	interval := fs.Duration("interval", 0, "soak: the drift report's step, a `DURATION` (default duration/10, at least 1s)")
+	pid := fs.Int("pid", 0, "a local HTTP server's process id `PID`, to report its CPU and RSS")
+	timeout := fs.Duration("timeout", loadgen.DefaultTimeout, "a bound on the whole run, a `DURATION`")
+	callTimeout := fs.Duration("call-timeout", loadgen.DefaultCallTimeout, "a bound on one call, a `DURATION`")
+	version := fs.String("protocol-version", "", "the protocol `VERSION` offered in initialize (default 2025-06-18)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	serverStderr := fs.Bool("server-stderr", false, "pass a stdio server's stderr through (default: discarded)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, help, args, stdout, stderr); !ok {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "troupe bench: "+format+"\n", a...)
-		return 2
+		return usageError(stderr, help, format, a...)
 	}
 	opts := loadgen.Options{Mode: mode, Calls: *calls, Concurrency: *concurrency, Sessions: *sessions,
 		Tool: *tool, Args: json.RawMessage(*argsJSON), Rate: *rate, Duration: *duration, Interval: *interval,
@@ -109,7 +102,7 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 	if *serverStderr {
 		opts.ServerStderr = stderr
 	}
-	if fi, err := stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+	if isTerminal(stderr) {
 		opts.Progress = stderr
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

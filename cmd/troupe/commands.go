@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,85 +15,151 @@ import (
 	"strings"
 
 	"troupe/config"
-	"troupe/sandbox"
 	"troupe/tools"
 )
 
 // commonFlags are the flags the inspection commands share with serve.
 type commonFlags struct {
+	help       cmdHelp
 	fs         *flag.FlagSet
 	configFile *string
 	workspace  *string
 	overrides  multiFlag
 }
 
-func newCommonFlags(name string, stderr io.Writer) *commonFlags {
-	c := &commonFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
-	c.fs.SetOutput(stderr)
-	c.configFile = c.fs.String("config", "", "config file (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
-	c.workspace = c.fs.String("workspace", "", "workspace (default: server.workspace, else the current directory)")
-	c.fs.Var(&c.overrides, "c", "override a config key: -c key=value; repeatable")
+// newCommonFlags makes the flag set of an inspection command: --config
+// and -c as serve has them, and --workspace when withWorkspace.
+func newCommonFlags(help cmdHelp, withWorkspace bool) *commonFlags {
+	c := &commonFlags{help: help, fs: newFlagSet(help), workspace: new(string)}
+	c.configFile = c.fs.String("config", "", "the config `FILE` (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
+	if withWorkspace {
+		c.workspace = c.fs.String("workspace", "", "the workspace `DIR` (default: server.workspace, else the current directory)")
+	}
+	c.fs.Var(&c.overrides, "c", "override a config key: -c key=value (value parsed as TOML); repeatable")
 	return c
 }
 
-// load parses args and loads the configuration as serve would.
-func (c *commonFlags) load(args []string, stderr io.Writer) (*config.Config, string, int) {
-	if err := c.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, "", 0
-		}
-		return nil, "", 2
-	}
+// parse parses args; false with the exit code when the command ends here.
+func (c *commonFlags) parse(args []string, stdout, stderr io.Writer) (int, bool) {
+	return parseFlags(c.fs, c.help, args, stdout, stderr)
+}
+
+// loadConfig loads the configuration as serve would; a configuration
+// troupe refuses is a usage error (exit 2), as for serve.
+func (c *commonFlags) loadConfig(stderr io.Writer) (*config.Config, int, bool) {
 	cfg, err := config.Load(config.Options{File: *c.configFile, Overrides: c.overrides})
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
-		return nil, "", 1
+		return nil, exitUsage, false
+	}
+	return cfg, 0, true
+}
+
+// load parses args, refuses extra arguments and loads the configuration;
+// it returns the workspace directory too.
+func (c *commonFlags) load(args []string, stdout, stderr io.Writer) (*config.Config, string, int, bool) {
+	if code, ok := c.parse(args, stdout, stderr); !ok {
+		return nil, "", code, false
+	}
+	if c.fs.NArg() > 0 {
+		return nil, "", usageError(stderr, c.help, "unexpected argument %q", c.fs.Arg(0)), false
+	}
+	cfg, code, ok := c.loadConfig(stderr)
+	if !ok {
+		return nil, "", code, false
 	}
 	dir := *c.workspace
 	if dir == "" {
 		dir = cfg.Server.Workspace
 	}
 	if dir == "" {
+		var err error
 		if dir, err = os.Getwd(); err != nil {
 			fmt.Fprintln(stderr, "troupe:", err)
-			return nil, "", 1
+			return nil, "", exitRuntime, false
 		}
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return cfg, dir, -1
+	return cfg, dir, 0, true
+}
+
+// configCommand is "troupe config check": it runs every check serve runs
+// before serving (prepare, and the [mcp_servers] definitions) and prints
+// the effective configuration with secrets masked, or the problems found.
+func configCommand(args []string, stdout, stderr *os.File) int {
+	help := configCheckHelp()
+	c := newCommonFlags(help, true)
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
+		printHelp(stdout, c.fs, help)
+		return exitOK
+	case len(args) == 0 || args[0] != "check":
+		printHelp(stderr, c.fs, help)
+		return exitUsage
+	}
+	cfg, dir, code, ok := c.load(args[1:], stdout, stderr)
+	if !ok {
+		return code
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	prep, probs, code := prepare(cfg, dir, log)
+	if prep != nil {
+		defer prep.ws.Close()
+		probs = append(probs, checkDownstreams(cfg, prep, log)...)
+		code = exitUsage
+	}
+	if len(probs) > 0 {
+		for _, p := range probs {
+			fmt.Fprintln(stderr, "troupe:", p)
+		}
+		return code
+	}
+	out, err := cfg.Effective()
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return exitRuntime
+	}
+	_, _ = stdout.Write(out)
+	return exitOK
 }
 
 // toolsCommand is "troupe tools [--json]": the tools a session would see
 // with this configuration, and what Codex would call them.
 func toolsCommand(args []string, stdout, stderr *os.File) int {
-	c := newCommonFlags("tools", stderr)
-	asJSON := c.fs.Bool("json", false, "print JSON (the tools/list entries, _meta included)")
-	cfg, dir, code := c.load(args, stderr)
-	if code >= 0 {
+	c := newCommonFlags(toolsHelp(), true)
+	asJSON := c.fs.Bool("json", false, "print JSON: the tools/list entries (_meta included), the servers' states and the Codex names")
+	cfg, dir, code, ok := c.load(args, stdout, stderr)
+	if !ok {
 		return code
 	}
-	ws, err := sandbox.OpenWorkspace(dir)
-	if err != nil {
-		fmt.Fprintln(stderr, "troupe:", err)
-		return 1
-	}
-	defer ws.Close()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log})
-	if err != nil {
-		fmt.Fprintln(stderr, "troupe:", err)
-		return 2
+	// The same checks as serve: a config serve refuses lists nothing.
+	prep, probs, code := prepare(cfg, dir, log)
+	if prep == nil {
+		for _, p := range probs {
+			fmt.Fprintln(stderr, "troupe:", p)
+		}
+		return code
 	}
+	defer prep.ws.Close()
+	ws, sb := prep.ws, prep.sb
 	servers := probeServers(context.Background(), cfg, ws, sb, log)
 	reg, err := buildRegistry(cfg, ws, sb, servers, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "troupe:", err)
-		return 1
+		fmt.Fprintln(stderr, "troupe: cannot build the tool registry:", err)
+		return exitUsage
 	}
 	warnUnenforceable(cfg, reg, ws, sb, log)
 	list, _ := reg.Page(0, reg.Len())
+	names := make([]string, len(list))
+	for i, t := range list {
+		names[i] = t.Name
+	}
+	// What the Codex model sees: sanitized names, hash-suffixed when
+	// they collide or are too long.
+	namespace, visible := tools.CodexNamespace(cfg.Server.Name), tools.CodexVisibleNames(cfg.Server.Name, names)
 	if !*asJSON {
 		for _, s := range servers {
 			if s.err != nil {
@@ -117,20 +183,20 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 			}
 			states = append(states, st)
 		}
-		out := map[string]any{"tools": list}
+		out := map[string]any{"tools": list, "codex": map[string]any{"namespace": namespace, "names": visible}}
 		if states != nil {
 			out["servers"] = states
 		}
 		if err := enc.Encode(out); err != nil {
 			fmt.Fprintln(stderr, "troupe:", err)
-			return 1
+			return exitRuntime
 		}
-		return 0
+		return exitOK
 	}
 	for _, t := range list {
 		ro := t.Annotations != nil && t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
-		fmt.Fprintf(stdout, "%s\n  codex name:  mcp__%s / %s\n  read-only:   %v\n  approval:    %v\n  source:      %v\n  %s\n\n",
-			t.Name, tools.CodexName(cfg.Server.Name), tools.CodexName(t.Name), ro,
+		fmt.Fprintf(stdout, "%s\n  codex name:  %s / %s\n  read-only:   %v\n  approval:    %v\n  source:      %v\n  %s\n\n",
+			t.Name, namespace, visible[t.Name], ro,
 			t.Meta[tools.MetaRequiresApproval], t.Meta[tools.MetaSource], firstLine(t.Description))
 	}
 	return 0
@@ -143,30 +209,57 @@ func firstLine(s string) string {
 	return s
 }
 
-// codexConfigCommand is "troupe codex-config [--http URL]": the
-// [mcp_servers] block that makes Codex use this troupe.
+// codexConfigCommand is "troupe codex-config [--http URL
+// [--bearer-token-env NAME]]": the [mcp_servers] block that makes Codex
+// use this troupe.
 func codexConfigCommand(args []string, stdout, stderr *os.File) int {
-	c := newCommonFlags("codex-config", stderr)
-	httpURL := c.fs.String("http", "", "print the block for troupe served over HTTP at this URL (e.g. http://127.0.0.1:8080/mcp)")
-	cfg, dir, code := c.load(args, stderr)
-	if code >= 0 {
+	help := codexConfigHelp()
+	c := newCommonFlags(help, true)
+	httpURL := c.fs.String("http", "", "print the block for troupe served over streamable HTTP at this `URL` (e.g. http://127.0.0.1:8080/mcp)")
+	tokenEnv := c.fs.String("bearer-token-env", "", "with --http: the environment variable `NAME` Codex reads the bearer token from (as serve's --bearer-token-env)")
+	cfg, dir, code, ok := c.load(args, stdout, stderr)
+	if !ok {
 		return code
+	}
+	if *tokenEnv != "" && *httpURL == "" {
+		return usageError(stderr, help, "--bearer-token-env applies to --http only (over stdio there is no token)")
+	}
+	if *tokenEnv != "" && !envName.MatchString(*tokenEnv) {
+		return usageError(stderr, help, "--bearer-token-env %q is not an environment variable name", *tokenEnv)
+	}
+	if *httpURL != "" {
+		if u, err := url.Parse(*httpURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError(stderr, help, "--http %q is not an http(s) URL such as http://127.0.0.1:8080/mcp", *httpURL)
+		}
 	}
 	name := cfg.Server.Name
 	fmt.Fprintf(stdout, "[mcp_servers.%s]\n", tomlKey(name))
 	if *httpURL != "" {
 		fmt.Fprintf(stdout, "url = %s\n", strconv.Quote(*httpURL))
-		if env := tokenEnvVar(cfg); env != "" {
+		env := *tokenEnv
+		if env == "" {
+			env = tokenEnvVar(cfg)
+		}
+		switch {
+		case env != "":
 			fmt.Fprintf(stdout, "bearer_token_env_var = %s\n", strconv.Quote(env))
-		} else if cfg.HTTP.Auth.BearerToken != "" {
+			if _, set := os.LookupEnv(env); !set {
+				fmt.Fprintf(stderr, "troupe: note: %s is not set here; Codex must have it in its environment\n", env)
+			}
+		case cfg.HTTP.Auth.BearerToken != "":
 			fmt.Fprintln(stdout, "# troupe requires a bearer token: put it in an environment variable Codex sees and name it here:")
 			fmt.Fprintln(stdout, `# bearer_token_env_var = "TROUPE_TOKEN"`)
 		}
-		return 0
+		return exitOK
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "troupe"
+	}
+	if why := temporaryBuild(exe); why != "" {
+		fmt.Fprintf(stderr, "troupe: warning: %s is %s, which \"go clean -cache\" (or the end of \"go run\") deletes: "+
+			"Codex would then fail to start troupe. Install it first (go install ./cmd/troupe, or go build -o ~/bin/troupe ./cmd/troupe) "+
+			"and run codex-config from the installed binary.\n", exe, why)
 	}
 	serveArgs := []string{"serve", "--workspace", dir}
 	if cfg.File != "" {
@@ -177,7 +270,38 @@ func codexConfigCommand(args []string, stdout, stderr *os.File) int {
 		quoted[i] = strconv.Quote(a)
 	}
 	fmt.Fprintf(stdout, "command = %s\nargs = [%s]\n", strconv.Quote(exe), strings.Join(quoted, ", "))
-	return 0
+	return exitOK
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// temporaryBuild says why exe is a binary the Go tool will delete: one in
+// the build cache ($GOCACHE, else the user cache dir's go-build), or in a
+// go-build* temp dir, where "go run" links its binaries. "" otherwise.
+func temporaryBuild(exe string) string {
+	real := exe
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		real = r
+	}
+	cache := os.Getenv("GOCACHE")
+	if cache == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			cache = filepath.Join(dir, "go-build")
+		}
+	}
+	if cache != "" && cache != "off" {
+		for _, p := range []string{exe, real} {
+			if rel, err := filepath.Rel(cache, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return "in the Go build cache (" + cache + ")"
+			}
+		}
+	}
+	for _, part := range strings.Split(filepath.Dir(real), string(filepath.Separator)) {
+		if strings.HasPrefix(part, "go-build") {
+			return "a temporary build of \"go run\""
+		}
+	}
+	return ""
 }
 
 // tokenEnvVar is the variable the bearer token is read from, when the

@@ -325,19 +325,17 @@ func (o offline) CallTool(context.Context, string, json.RawMessage, upstream.Obs
 }
 
 // settle waits, at most d, until no server is still connecting for the
-// first time: clients that list tools once (Codex) then see them. A
-// server that fails (down) ends its part of the wait at once; one that
-// hangs holds it up to d.
+// first time (actors.AwaitStartup), and says which ones troupe serves
+// without.
 func (ds *downstreams) settle(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		connecting := false
-		for _, s := range ds.snapshot() {
-			connecting = connecting || s.state == actors.StateConnecting
-		}
-		if !connecting {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	ds.mu.Lock()
+	var servers []*actors.Downstream
+	for _, name := range slices.Sorted(maps.Keys(ds.running)) {
+		servers = append(servers, ds.running[name].d)
+	}
+	ds.mu.Unlock()
+	if late := actors.AwaitStartup(context.Background(), servers, d); len(late) > 0 {
+		ds.log.Info("serving before these downstream servers are ready; their tools follow with notifications/tools/list_changed, "+
+			"which Codex does not act on (raise limits.mcp_servers_startup_wait to wait longer)", "servers", late, "waited", d)
 	}
 }

@@ -21,21 +21,34 @@ type httpFront struct {
 	errs    chan error
 }
 
+// checkHTTPAddress is serve's check of http.listen before anything
+// listens (prepare runs it, so "config check" refuses what serve refuses):
+// HOST:PORT, and not beyond loopback without a bearer token unless the
+// config allows it. It reports whether the address is loopback.
+func checkHTTPAddress(cfg *config.Config) (bool, error) {
+	h := cfg.HTTP
+	loopback, err := loopbackAddress(h.Listen)
+	if err != nil {
+		return false, err
+	}
+	if !loopback && h.Auth.BearerToken == "" && !h.AllowUnauthenticatedRemote {
+		return false, fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address, so anyone "+
+			"who can reach it could run tools; set a token (--bearer-token-env NAME or http.auth.bearer_token = \"${NAME}\") "+
+			"or pass --allow-unauthenticated-remote", h.Listen)
+	}
+	return loopback, nil
+}
+
 // startHTTP listens and serves in the background. It refuses a
 // non-loopback address without a bearer token unless the config allows it.
 func startHTTP(cfg *config.Config, host *actors.Host, log *slog.Logger) (*httpFront, error) {
 	h := cfg.HTTP
 	// Decide before binding: a refused address is never listened on.
-	loopback, err := loopbackAddress(h.Listen)
+	loopback, err := checkHTTPAddress(cfg)
 	if err != nil {
 		return nil, err
 	}
 	if !loopback && h.Auth.BearerToken == "" {
-		if !h.AllowUnauthenticatedRemote {
-			return nil, fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address, so anyone "+
-				"who can reach it could run tools; set a token (--bearer-token-env NAME or http.auth.bearer_token = \"${NAME}\") "+
-				"or pass --allow-unauthenticated-remote", h.Listen)
-		}
 		log.Warn("serving HTTP on a non-loopback address WITHOUT authentication: anyone who can reach it can run tools",
 			"addr", h.Listen)
 	}

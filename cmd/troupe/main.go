@@ -12,8 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	cmap "github.com/orcaman/concurrent-map"
 	"io"
@@ -70,16 +68,17 @@ func main() {
 const usage = `troupe: an MCP tool server
 
 Usage:
-  troupe serve [flags]    serve MCP over stdin/stdout (or HTTP with --http)
-  troupe config check     validate the configuration and print it, secrets masked
-  troupe tools [--json]   list the tools troupe serves, with their metadata
-  troupe codex-config     print the [mcp_servers.troupe] block for ~/.codex/config.toml
-  troupe audit verify [FILE]  check the audit log's hash chain (default: the configured log)
-  troupe bench [MODE] ... load-test any MCP server (stdio or HTTP); "troupe bench -h" for more
-  troupe version          print the version
-  troupe help             show this help
+  troupe serve [flags]          serve MCP over stdin/stdout (or HTTP with --http)
+  troupe config check [flags]   run serve's checks on the configuration; print it, secrets masked
+  troupe tools [flags]          list the tools a session sees, with the names Codex shows
+  troupe codex-config [flags]   print the [mcp_servers.troupe] block for ~/.codex/config.toml
+  troupe audit verify [FILE]    check the audit log's hash chain (default: the configured log)
+  troupe bench [MODE] ...       load-test any MCP server (stdio or HTTP)
+  troupe version                print the version, VCS revision and build date
+  troupe help [COMMAND]         show this help, or a command's
 
-Run "troupe serve --help" for the serve flags.
+Run "troupe COMMAND --help" for a command's flags and an example.
+Exit status: 0 done, 1 a runtime failure, 2 a usage or configuration error.
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr *os.File) int {
@@ -101,9 +100,17 @@ func run(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	case "bench":
 		return benchCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "troupe", buildVersion())
-		return 0
+		return versionCommand(args[1:], stdout, stderr)
 	case "help", "--help", "-h", "-help":
+		if len(args) > 1 && args[0] == "help" {
+			// "troupe help serve" is "troupe serve --help".
+			sub := append(slices.Clone(args[1:]), "--help")
+			if args[1] == "help" {
+				fmt.Fprint(stdout, usage)
+				return 0
+			}
+			return run(sub, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
@@ -128,29 +135,25 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
 func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	workspace := fs.String("workspace", "", "root directory every file tool is confined to (default: server.workspace, else the current directory)")
-	configFile := fs.String("config", "", "config file (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
-	logLevel := fs.String("log-level", "", "log level: debug, info, warn, error (default from config: info)")
-	logFormat := fs.String("log-format", "", "log format: text or json (default from config: text)")
-	httpAddr := fs.String("http", "", "serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8080)")
+	help := serveCommandHelp()
+	fs := newFlagSet(help)
+	workspace := fs.String("workspace", "", "the root `DIR` every file tool is confined to (default: server.workspace, else the current directory)")
+	configFile := fs.String("config", "", "the config `FILE` (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
+	logLevel := fs.String("log-level", "", "log `LEVEL`: debug, info, warn, error (default from config: info)")
+	logFormat := fs.String("log-format", "", "log `FORMAT`: text or json (default from config: text)")
+	httpAddr := fs.String("http", "", "serve streamable HTTP on `HOST:PORT` (e.g. 127.0.0.1:8080), at http://HOST:PORT/mcp")
 	withStdio := fs.Bool("stdio", false, "with --http: serve stdio as well")
-	tokenEnv := fs.String("bearer-token-env", "", "require this environment variable's value as the HTTP bearer token")
+	tokenEnv := fs.String("bearer-token-env", "", "require the value of the environment variable `NAME` as the HTTP bearer token")
 	allowRemote := fs.Bool("allow-unauthenticated-remote", false, "allow --http on a non-loopback address without a bearer token (unsafe)")
-	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
-	memProfile := fs.String("memprofile", "", "write a pprof allocation profile to this file at exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to `FILE`")
+	memProfile := fs.String("memprofile", "", "write a pprof allocation profile to `FILE` at exit")
 	var overrides multiFlag
 	fs.Var(&overrides, "c", "override a config key: -c key=value (value parsed as TOML); repeatable")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, help, args, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "troupe serve: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return usageError(stderr, help, "unexpected argument %q", fs.Arg(0))
 	}
 	stopProfiles, err := startProfiles(*cpuProfile, *memProfile)
 	if err != nil {
@@ -220,50 +223,28 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		}
 	}
 
-	dir := *workspace
-	if dir == "" {
-		dir = cfg.Server.Workspace
-	}
-	if dir == "" {
-		if dir, err = os.Getwd(); err != nil {
-			log.Error("cannot determine the current directory", "err", err)
-			return 1
-		}
-	}
-	ws, err := sandbox.OpenWorkspace(dir)
-	if err != nil {
-		log.Error("cannot open the workspace", "err", err)
-		return 1
-	}
-	defer ws.Close()
-	// troupe's own files must lie where no tool run may write.
-	runWritable := config.RunWritable{Workspace: ws.Dir()}
-	if err := config.CheckOwnFiles(cfg, runWritable); err != nil {
-		for _, p := range problems(err) {
+	// Every check before serving ("troupe config check" runs the same).
+	// Registry builds (at start, when a downstream's tools change, at
+	// reloads) log their naming warnings through regLog: each once.
+	regLog := tools.WarnOnce(log)
+	prep, probs, code := prepare(cfg, *workspace, regLog)
+	if prep == nil {
+		for _, p := range probs {
 			log.Error("refusing to start", "err", p)
 		}
-		return 2
+		return code
 	}
+	defer prep.ws.Close()
+	ws, sb, registry, runWritable := prep.ws, prep.sb, prep.registry, prep.writable
 
-	// Runs must not read troupe's own files: the sandbox hides them, and
-	// the sessions' spools live in its hidden temp root unless configured
-	// elsewhere.
+	// The sessions' spools live in the sandbox's hidden temp root unless
+	// configured elsewhere.
 	spoolDir := cfg.Output.SpoolDir
 	if spoolDir == "" {
 		if spoolDir, err = sandbox.MakeTempRoot(""); err != nil {
 			log.Error("cannot make troupe's temp dir", "err", err)
 			return 1
 		}
-	}
-	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log, Hidden: cfg.OwnPaths()})
-	if err != nil {
-		log.Error("cannot set up the process sandbox", "err", err)
-		return 1
-	}
-	registry, err := buildRegistry(cfg, ws, sb, nil, log)
-	if err != nil {
-		log.Error("cannot build the tool registry", "err", err)
-		return 1
 	}
 	// The sandbox probes in the background (it starts helper processes);
 	// what it found is logged when it is done, while serving starts.
@@ -298,6 +279,8 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			SpoolDir:     spoolDir,
 			Spool: spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
 				MaxStoreBytes: cfg.Output.MaxSessionSpoolBytes, MaxOutputs: cfg.Output.MaxOutputsPerSession},
+			Overrides: actors.OverridePolicy{Allow: cfg.Sessions.AllowOverrides,
+				Env: cfg.Sessions.AllowedEnv, Workspace: ws},
 		},
 		Audit:              auditLog,
 		Secrets:            secrets,
@@ -336,7 +319,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			select {
 			case <-rebuild:
 				regMu.Lock()
-				if reg, err := buildRegistry(current, ws, sb, ds.snapshot(), log); err != nil {
+				if reg, err := buildRegistry(current, ws, sb, ds.snapshot(), regLog); err != nil {
 					log.Error("downstream tools changed but the registry cannot be rebuilt", "err", err)
 				} else {
 					host.SetRegistry(reg)
@@ -354,17 +337,18 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	}()
 	if servers := ds.snapshot(); len(servers) > 0 {
 		// Clients that list tools once (Codex) should see the servers'
-		// tools: wait until each has connected or failed once, within
-		// the longest startup timeout and never more than 10 s.
+		// tools, and troupe's own in time: wait until each has connected
+		// or failed once, within the longest startup timeout and
+		// limits.mcp_servers_startup_wait (see actors.AwaitStartup).
 		wait := time.Duration(0)
 		for _, s := range servers {
 			wait = max(wait, startupTimeout(s.cfg))
 		}
-		ds.settle(min(wait, 10*time.Second))
+		ds.settle(min(wait, cfg.Limits.McpServersStartupWait))
 		// Serve what is known now; the rebuild goroutine may not have
 		// run yet.
 		regMu.Lock()
-		if reg, err := buildRegistry(current, ws, sb, ds.snapshot(), log); err == nil {
+		if reg, err := buildRegistry(current, ws, sb, ds.snapshot(), regLog); err == nil {
 			host.SetRegistry(reg)
 		}
 		regMu.Unlock()
@@ -382,6 +366,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		}
 		stdioDone = conn.Done()
 		log.Info("serving MCP on stdio")
+		if f, ok := stdin.(*os.File); ok && isTerminal(f) {
+			// Someone typed "troupe serve": say what it is waiting for.
+			fmt.Fprintln(stderr, "troupe is waiting for MCP messages (JSON-RPC) on stdin: an MCP client such as Codex "+
+				"starts it this way (see \"troupe codex-config\"). Press Ctrl-D to end, or see \"troupe serve --help\".")
+		}
 	}
 	var web *httpFront
 	if cfg.HTTP.Listen != "" {
@@ -408,7 +397,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		flagsOver(next)
 		regMu.Lock()
 		defer regMu.Unlock()
-		if applyReload(current, next, ws, sb, ds, host, web, &level, secrets, log) {
+		if applyReload(current, next, ws, sb, ds, host, web, &level, secrets, log, regLog) {
 			current = next
 		}
 	}, func(err error) {
@@ -480,34 +469,6 @@ func (w warnOnly) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (w warnOnly) WithGroup(name string) slog.Handler { return warnOnly{w.Handler.WithGroup(name)} }
-
-// configCommand is "troupe config check [--config PATH] [--workspace DIR]
-// [-c key=value]...": it loads the configuration as serve would, checks
-// where troupe's own files lie as serve does, and prints the effective
-// result with secrets masked, or the problems found.
-func configCommand(args []string, stdout, stderr *os.File) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(stderr, "usage: troupe config check [--config PATH] [--workspace DIR] [-c key=value]...")
-		return 2
-	}
-	cfg, dir, code := newCommonFlags("config check", stderr).load(args[1:], stderr)
-	if code >= 0 {
-		return code
-	}
-	if err := config.CheckOwnFiles(cfg, config.RunWritable{Workspace: dir}); err != nil {
-		for _, p := range problems(err) {
-			fmt.Fprintln(stderr, "troupe:", p)
-		}
-		return 1
-	}
-	out, err := cfg.Effective()
-	if err != nil {
-		fmt.Fprintln(stderr, "troupe:", err)
-		return 1
-	}
-	_, _ = stdout.Write(out)
-	return 0
-}
 
 // problems splits an error that joins several (errors.Join), such as
 // config.CheckOwnFiles's, so each is reported on a line of its own.
@@ -619,8 +580,8 @@ func warnUnenforceable(cfg *config.Config, reg *tools.Registry, ws *sandbox.Work
 // theirs), the log level and the HTTP bearer token. Keys that only take
 // effect at start are reported, not applied.
 func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, ds *downstreams, host *actors.Host, web *httpFront,
-	level *slog.LevelVar, secrets *redact.Live, log *slog.Logger) bool {
-	reg, err := buildRegistry(next, ws, sb, ds.snapshot(), log)
+	level *slog.LevelVar, secrets *redact.Live, log, regLog *slog.Logger) bool {
+	reg, err := buildRegistry(next, ws, sb, ds.snapshot(), regLog)
 	if err != nil {
 		log.Error("config reload: the new tool set is invalid; keeping the last good configuration", "err", err)
 		return false
@@ -628,7 +589,7 @@ func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sa
 	// Servers removed or changed go now, new ones start connecting (their
 	// tools arrive with a rebuild once they are up).
 	ds.apply(next)
-	if again, err := buildRegistry(next, ws, sb, ds.snapshot(), log); err == nil {
+	if again, err := buildRegistry(next, ws, sb, ds.snapshot(), regLog); err == nil {
 		reg = again
 	}
 	secrets.Store(secretValues(next))

@@ -36,11 +36,11 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"serve", "-c", "limits.nope=1"}, 2, "nope"},
 		{[]string{"serve", "--log-format", "xml"}, 2, "xml"},
 		{[]string{"serve", "--log-level", "chatty"}, 2, "chatty"},
-		{[]string{"serve", "--workspace", filepath.Join(dir, "missing")}, 1, "cannot open the workspace"},
+		{[]string{"serve", "--workspace", filepath.Join(dir, "missing")}, 2, "cannot open the workspace"},
 		// Refused before binding: nothing listens beyond loopback, even briefly.
-		{[]string{"serve", "--workspace", dir, "--http", "0.0.0.0:0"}, 1, "refusing to serve 0.0.0.0:0 without authentication"},
-		{[]string{"serve", "--workspace", dir, "--http", ":0"}, 1, "refusing to serve"},
-		{[]string{"serve", "--workspace", dir, "--http", "no-port"}, 1, "want host:port"},
+		{[]string{"serve", "--workspace", dir, "--http", "0.0.0.0:0"}, 2, "refusing to serve 0.0.0.0:0 without authentication"},
+		{[]string{"serve", "--workspace", dir, "--http", ":0"}, 2, "refusing to serve"},
+		{[]string{"serve", "--workspace", dir, "--http", "no-port"}, 2, "want host:port"},
 		{[]string{"serve", "--http", "127.0.0.1:0", "--bearer-token-env", "TROUPE_TEST_UNSET_VAR"}, 2, "not set"},
 	}
 	for _, c := range cases {
@@ -99,7 +99,7 @@ func TestConfigCheck(t *testing.T) {
 		t.Fatalf("config check output:\n%s", out)
 	}
 	stdout, stderr = tempFile(t, dir, "out"), tempFile(t, dir, "err")
-	if code := run([]string{"config", "check", "-c", "limits.page_size=0"}, strings.NewReader(""), stdout, stderr); code != 1 {
+	if code := run([]string{"config", "check", "-c", "limits.page_size=0"}, strings.NewReader(""), stdout, stderr); code != 2 {
 		t.Fatalf("invalid config: exit %d", code)
 	}
 	errText, _ := os.ReadFile(stderr.Name())
@@ -172,13 +172,13 @@ func TestMcpServerSurfaceGate(t *testing.T) {
 }
 
 func TestCodexNameWarningsAtLoad(t *testing.T) {
-	dir := t.TempDir()
+	dir, ws := t.TempDir(), t.TempDir()
 	file := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(file, []byte("[mcp.\"git.status\"]\ncommand = \"git\"\n[mcp.git_status]\ncommand = \"git\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr := tempFile(t, dir, "out"), tempFile(t, dir, "err")
-	if code := run([]string{"tools", "--config", file, "--workspace", dir}, strings.NewReader(""), stdout, stderr); code != 0 {
+	if code := run([]string{"tools", "--config", file, "--workspace", ws}, strings.NewReader(""), stdout, stderr); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	errText, _ := os.ReadFile(stderr.Name())

@@ -94,7 +94,7 @@ func TestServeRefusesOwnFilesWhereRunsWrite(t *testing.T) {
 		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "move the config file outside the workspace") {
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "move the config file outside the workspace") {
 			t.Fatalf("config check: %v\n%s", err, out)
 		}
 	})

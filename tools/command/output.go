@@ -10,6 +10,9 @@ const (
 	MaxOutputBytes = 1 << 20
 	// stderrExcerptBytes is how much of stderr's end an error shows.
 	stderrExcerptBytes = 2 << 10
-	// stdoutExcerptBytes is how much of stdout's end an error shows.
-	stdoutExcerptBytes = 16 << 10
+	// stdoutExcerptBytes is how much of stdout's end an error shows. An
+	// error quoting both ends, each with its note (spool.Capture.Last:
+	// where the whole stream is), stays under the 12,000 bytes Codex
+	// keeps of a tool result.
+	stdoutExcerptBytes = 4 << 10
 )

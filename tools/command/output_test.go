@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"troupe/protocol"
+	"troupe/spool"
 	"troupe/tools"
 	"troupe/tools/command"
 )
@@ -237,5 +238,49 @@ func TestNoStreamingByDefault(t *testing.T) {
 	callText(t, newTool(t, def, ""), nil, &tools.Request{Reporter: rec})
 	if len(rec.progress)+len(rec.logs) != 0 {
 		t.Fatalf("reported without a progress token: %+v %+v", rec.progress, rec.logs)
+	}
+}
+
+// codexResultBytes is about what Codex 0.169.0 keeps of one tool result
+// (e2e/codex_output_test.go measures it): it keeps the head and the tail
+// of the text and drops later content blocks, resource_links too.
+const codexResultBytes = 12000
+
+// A large output's result, and a failed run's error, say first where the
+// whole output is, and with the default limits fit what Codex keeps.
+func TestLargeOutputPointsFirst(t *testing.T) {
+	t.Parallel()
+	store := spool.NewStore(t.TempDir(), spool.Limits{})
+	defer store.Close()
+	run := func(id, script string) (*protocol.CallToolResult, error) {
+		out, err := store.Create(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		return call(testCtx(t, 30*time.Second), t, newTool(t, shDef(script), ""), nil, &tools.Request{Output: out})
+	}
+
+	res, err := run("ok", `seq 100000`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].Text
+	if !strings.HasPrefix(text, "[stdout: 588895 bytes; this shows the first 2048 and the last 2048 bytes; the whole stdout is at troupe://output/ok/stdout: ") ||
+		!strings.HasSuffix(text, "99999\n100000\n") {
+		t.Fatalf("result text: %.300q ... %q", text, text[max(0, len(text)-40):])
+	}
+	if len(text) > codexResultBytes/2 {
+		t.Errorf("the result shows %d bytes of stdout; with the resource_link it must fit in %d", len(text), codexResultBytes)
+	}
+
+	_, err = run("fail", `seq 100000; seq 100000 >&2; exit 3`)
+	te := wantToolError(t, err, command.KindCommandFailed)
+	head, _, _ := strings.Cut(te.Message, "...")
+	if !strings.Contains(head, "the whole stdout is at troupe://output/fail/stdout") {
+		t.Errorf("the error does not say first where stdout is:\n%.600s", te.Message)
+	}
+	if !strings.Contains(te.Message, "the whole stderr is at troupe://output/fail/stderr") || len(te.Message) > codexResultBytes*3/4 {
+		t.Errorf("error of %d bytes:\n%s", len(te.Message), te.Message)
 	}
 }

@@ -199,7 +199,7 @@ func TestShellOutputIsSpooled(t *testing.T) {
 	var r shellResult
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &r)
-	if !r.Truncated || !strings.HasPrefix(r.Stdout, "1\n2\n") || !strings.HasSuffix(r.Stdout, "99999\n100000\n") ||
+	if !r.Truncated || !strings.HasPrefix(r.Stdout, "[stdout: 588895 bytes;") || !strings.Contains(r.Stdout, "]\n1\n2\n") || !strings.HasSuffix(r.Stdout, "99999\n100000\n") ||
 		!strings.Contains(r.Stdout, "troupe://output/c1/stdout") {
 		t.Fatalf("stdout %q", r.Stdout)
 	}

@@ -161,15 +161,32 @@ func (t *writeFileTool) Call(ctx context.Context, req *tools.Request) (*protocol
 // the new file gets, and whether that mode must be set explicitly (an
 // existing file's, which the umask must not narrow).
 func checkTarget(dir *os.Root, t target) (perm fs.FileMode, keep bool, err error) {
+	// A name that changes between the lstat and the open is looked at
+	// again: concurrent writers of one file (this tool renames a new file
+	// over the name) do that all the time, and only a name that keeps
+	// changing, or changed into something else, is refused.
+	const tries = 8
+	for try := 1; ; try++ {
+		perm, keep, swapped, err := checkTargetOnce(dir, t)
+		if !swapped || try == tries {
+			return perm, keep, err
+		}
+	}
+}
+
+// checkTargetOnce is one look of checkTarget; swapped reports that the
+// name was replaced between the lstat and the open (err is then the
+// refusal to give if it keeps happening).
+func checkTargetOnce(dir *os.Root, t target) (perm fs.FileMode, keep, swapped bool, err error) {
 	fi, err := dir.Lstat(t.base)
 	if errors.Is(err, fs.ErrNotExist) {
-		return newFileMode, false, nil
+		return newFileMode, false, false, nil
 	}
 	if err != nil {
-		return 0, false, pathError(t.arg, err)
+		return 0, false, false, pathError(t.arg, err)
 	}
 	if err := refuseType(t, fi); err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
 	// Opening for writing (without O_TRUNC, so nothing changes) asks the
 	// kernel whether this user may write the file, which the rename alone
@@ -179,29 +196,32 @@ func checkTarget(dir *os.Root, t target) (perm fs.FileMode, keep bool, err error
 	if errors.Is(err, syscall.ETXTBSY) {
 		// A program being run from the file: the rename replaces it
 		// without disturbing the running copy.
-		return fi.Mode().Perm(), true, nil
+		return fi.Mode().Perm(), true, false, nil
 	}
 	if errors.Is(err, fs.ErrPermission) {
-		return 0, false, tools.Errorf(tools.KindPermissionDenied,
+		return 0, false, false, tools.Errorf(tools.KindPermissionDenied,
 			"path %q is read-only (mode %04o) or not writable by troupe's user; it is left as it is", t.arg, fi.Mode().Perm())
 	}
 	if errors.Is(err, syscall.ENXIO) {
-		return 0, false, notRegular(t)
+		return 0, false, false, notRegular(t)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, false, true, pathError(t.arg, err) // removed meanwhile: look again
 	}
 	if err != nil {
-		return 0, false, pathError(t.arg, err)
+		return 0, false, false, pathError(t.arg, err)
 	}
 	defer f.Close()
 	opened, err := f.Stat()
 	if err != nil {
-		return 0, false, pathError(t.arg, err)
+		return 0, false, false, pathError(t.arg, err)
 	}
 	if !os.SameFile(fi, opened) {
 		// The name was swapped between the lstat and the open; the open
 		// may have followed a symlink.
-		return 0, false, symlinkError(t, t.rel)
+		return 0, false, true, symlinkError(t, t.rel)
 	}
-	return opened.Mode().Perm(), true, nil
+	return opened.Mode().Perm(), true, false, nil
 }
 
 // refuseType refuses a target that is not a regular file.

@@ -3,9 +3,11 @@
 // title and description as they were listed, is named
 // "<prefix><separator><tool>", and forwards each call with the caller's
 // arguments unchanged, relaying what the downstream sends during the call
-// (progress, log messages, elicitation) to the calling client and the
-// caller's cancellation downstream. Results pass through as they came:
-// every content block, structuredContent and isError.
+// (progress, log messages, elicitation in form and URL mode) to the
+// calling client and the caller's cancellation downstream. The calling
+// client's _meta goes downstream beside troupe's own progress token.
+// Results pass through as they came: every content block,
+// structuredContent and isError.
 //
 // The call still goes through troupe's gate: a proxied tool asks for
 // approval unless its server is configured otherwise or the tool is
@@ -18,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"troupe/protocol"
@@ -117,14 +120,16 @@ func (t *tool) Spec() tools.Spec { return t.spec }
 
 // Call implements tools.Tool: it forwards the call and maps the answer.
 func (t *tool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
-	raw, err := t.srv.CallTool(ctx, t.remote, req.Arguments, upstream.Observer{
+	var asked urlAsks
+	raw, err := t.srv.CallTool(upstream.WithCallMeta(ctx, req.ClientMeta), t.remote, req.Arguments, upstream.Observer{
 		Progress: func(progress, total float64, message string) { req.Progress(progress, total, message) },
 		Log: func(level protocol.LoggingLevel, _ string, data json.RawMessage) {
 			req.Log(level, data)
 		},
 		Elicit: func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-			return elicit(ctx, req, params)
+			return elicit(ctx, req, params, &asked)
 		},
+		ElicitationComplete: func(params json.RawMessage) { asked.complete(req, params) },
 	})
 	if err != nil {
 		return nil, t.failure(ctx, err)
@@ -132,20 +137,87 @@ func (t *tool) Call(ctx context.Context, req *tools.Request) (*protocol.CallTool
 	return decodeResult(t.srv.Name(), raw)
 }
 
-// elicit relays a downstream's question to the calling client; a client
-// that cannot be asked declines, as the spec lets a client do.
-func elicit(ctx context.Context, req *tools.Request, params json.RawMessage) (json.RawMessage, error) {
+// elicit relays a downstream's question (form or URL mode) to the
+// calling client; a client that cannot be asked, or did not declare the
+// question's mode, declines, as the spec lets a client do. The answer goes
+// back as the client gave it. URL-mode questions the client was really
+// asked are noted in asked.
+func elicit(ctx context.Context, req *tools.Request, params json.RawMessage, asked *urlAsks) (json.RawMessage, error) {
 	decline := json.RawMessage(`{"action":"decline"}`)
 	if req.Client == nil {
 		return decline, nil
 	}
+	id := asked.note(params)
 	res, err := req.Client.Call(ctx, protocol.MethodElicitationCreate, params)
 	var ce *tools.ClientError
 	if errors.As(err, &ce) && ce.Code == protocol.CodeMethodNotFound {
-		return decline, nil
+		asked.forget(id)
+		return decline, nil // troupe's session: the client lacks the capability or the mode
 	}
 	return res, err
 }
+
+// urlAsks are the elicitationIds of the URL-mode elicitations a call sent
+// its client, so that the downstream's notifications/elicitation/complete
+// reaches the client only for questions it was asked. The zero value is
+// ready; elicit and complete run on different goroutines.
+type urlAsks struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// maxURLAsks bounds the elicitationIds one call remembers.
+const maxURLAsks = 64
+
+// note records the elicitationId of URL-mode params; "" when none.
+func (a *urlAsks) note(params json.RawMessage) string {
+	var p struct {
+		Mode string `json:"mode"`
+		ID   string `json:"elicitationId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Mode != "url" || p.ID == "" {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ids == nil {
+		a.ids = map[string]bool{}
+	}
+	if len(a.ids) >= maxURLAsks {
+		return "" // its completion, if it comes, is not relayed
+	}
+	a.ids[p.ID] = true
+	return p.ID
+}
+
+func (a *urlAsks) forget(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.ids, id)
+}
+
+// complete relays the downstream's notice that a URL-mode elicitation's
+// out-of-band interaction is over to the calling client, when the client
+// was asked that question (the session adds the call's request id to
+// _meta).
+func (a *urlAsks) complete(req *tools.Request, params json.RawMessage) {
+	var p map[string]any
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, _ := p["elicitationId"].(string)
+	a.mu.Lock()
+	known := a.ids[id]
+	delete(a.ids, id)
+	a.mu.Unlock()
+	if n, ok := req.Reporter.(tools.Notifier); ok && known {
+		n.Notify(notificationElicitationComplete, p)
+	}
+}
+
+// notificationElicitationComplete is the 2025-11-25 notification that ends
+// a URL-mode elicitation.
+const notificationElicitationComplete = "notifications/elicitation/complete"
 
 // failure maps a forwarding error to what the caller sees.
 func (t *tool) failure(ctx context.Context, err error) error {

@@ -51,6 +51,6 @@ func Example() {
 	fmt.Println(err)
 
 	// Output:
-	// {"path":"hello.txt","content":"Hello, troupe!\n","truncated":false}
+	// {"path":"hello.txt","size":15,"offset":0,"truncated":false,"content":"Hello, troupe!\n"}
 	// permission_denied: path "../secret" is outside the workspace; only paths inside it can be used
 }

@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -59,7 +60,7 @@ func TestReadFile(t *testing.T) {
 	}
 
 	// Default limit, explicit limits, exact fits.
-	if r := read(map[string]any{"path": "big.txt"}); len(r.Content) != 200000 || !r.Truncated || r.Content != big[:200000] {
+	if r := read(map[string]any{"path": "big.txt"}); len(r.Content) != 8192 || !r.Truncated || r.Content != big[:8192] {
 		t.Errorf("default limit: %d bytes, truncated %v", len(r.Content), r.Truncated)
 	}
 	if r := read(map[string]any{"path": "big.txt", "maxBytes": 10}); r.Content != "0123456789" || !r.Truncated {
@@ -141,5 +142,159 @@ func TestReadFileRefusals(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("reading a FIFO hung")
+	}
+}
+
+// rangeResult is repo.readFile's result with its range fields.
+type rangeResult struct {
+	Path       string `json:"path"`
+	Size       int64  `json:"size"`
+	Offset     int64  `json:"offset"`
+	StartLine  int64  `json:"startLine"`
+	EndLine    int64  `json:"endLine"`
+	Truncated  bool   `json:"truncated"`
+	NextOffset *int64 `json:"nextOffset"`
+	NextLine   int64  `json:"nextLine"`
+	Content    string `json:"content"`
+}
+
+// A file read in ranges: by bytes following nextOffset, by lines following
+// nextLine, each result saying which range it holds; the pieces make up
+// the file exactly.
+func TestReadFileRanges(t *testing.T) {
+	var lines strings.Builder
+	for i := 1; i <= 5000; i++ {
+		fmt.Fprintf(&lines, "line %d: %s\n", i, strings.Repeat("x", i%50))
+	}
+	text := lines.String()
+	ws, _ := fixture{
+		"lines.txt":   text,
+		"euro.txt":    "ab€cd", // € at bytes 2..4
+		"noeol.txt":   "one\ntwo\nthree",
+		"long.txt":    strings.Repeat("y", 100) + "\nshort\n",
+		"empty":       "",
+		"unicode.txt": strings.Repeat("é", 5000),
+	}.build(t)
+	ts := newToolSet(t, ws, repo.Options{})
+	ctx := testCtx(t, 10*time.Second)
+	read := func(args map[string]any) rangeResult {
+		t.Helper()
+		var r rangeResult
+		if err := ts.call(ctx, repo.NameReadFile, args, &r); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return r
+	}
+
+	// By bytes: follow nextOffset to the end.
+	var got strings.Builder
+	off, steps := int64(0), 0
+	for {
+		r := read(map[string]any{"path": "lines.txt", "offset": off, "maxBytes": 7000})
+		if r.Offset != off || r.Size != int64(len(text)) || r.Content != text[off:off+int64(len(r.Content))] {
+			t.Fatalf("offset %d: got offset %d size %d", off, r.Offset, r.Size)
+		}
+		got.WriteString(r.Content)
+		steps++
+		if r.NextOffset == nil {
+			if r.Truncated || off+int64(len(r.Content)) != int64(len(text)) {
+				t.Fatalf("the last piece ends at %d of %d, truncated %v", off+int64(len(r.Content)), len(text), r.Truncated)
+			}
+			break
+		}
+		if !r.Truncated || *r.NextOffset != off+7000 {
+			t.Fatalf("offset %d: nextOffset %v, truncated %v", off, *r.NextOffset, r.Truncated)
+		}
+		off = *r.NextOffset
+	}
+	if got.String() != text || steps != (len(text)+6999)/7000 {
+		t.Fatalf("the byte ranges do not make up the file (%d steps)", steps)
+	}
+
+	// By lines: a range, then following nextLine; a cut ends at a whole line.
+	r := read(map[string]any{"path": "lines.txt", "startLine": 10, "endLine": 12})
+	want := "line 10: " + strings.Repeat("x", 10) + "\nline 11: " + strings.Repeat("x", 11) + "\nline 12: " + strings.Repeat("x", 12) + "\n"
+	if r.Content != want || r.StartLine != 10 || r.EndLine != 12 || r.Truncated || r.NextLine != 13 ||
+		r.Offset != int64(strings.Index(text, "line 10:")) || *r.NextOffset != r.Offset+int64(len(want)) {
+		t.Fatalf("lines 10-12: %+v", r)
+	}
+	got.Reset()
+	line, steps := int64(1), 0
+	for {
+		r := read(map[string]any{"path": "lines.txt", "startLine": line, "maxBytes": 5000})
+		if r.StartLine != line || !strings.HasSuffix(r.Content, "\n") || len(r.Content) > 5000 {
+			t.Fatalf("startLine %d: %+v", line, r.StartLine)
+		}
+		if n := int64(strings.Count(r.Content, "\n")); r.EndLine != line+n-1 {
+			t.Fatalf("startLine %d: endLine %d for %d lines", line, r.EndLine, n)
+		}
+		got.WriteString(r.Content)
+		steps++
+		if r.NextLine == 0 {
+			if r.EndLine != 5000 || r.NextOffset != nil {
+				t.Fatalf("the last piece ends with line %d, nextOffset %v", r.EndLine, r.NextOffset)
+			}
+			break
+		}
+		if !r.Truncated || r.NextLine != r.EndLine+1 {
+			t.Fatalf("startLine %d: %+v", line, r)
+		}
+		line = r.NextLine
+	}
+	if got.String() != text || steps < 2 {
+		t.Fatalf("the line ranges do not make up the file (%d steps)", steps)
+	}
+	if r := read(map[string]any{"path": "lines.txt", "endLine": 2}); r.Content != "line 1: x\nline 2: xx\n" || r.StartLine != 1 || r.EndLine != 2 {
+		t.Errorf("endLine alone: %+v", r)
+	}
+	if r := read(map[string]any{"path": "lines.txt", "startLine": 4999, "endLine": 9999}); r.EndLine != 5000 || r.NextOffset != nil || r.Truncated {
+		t.Errorf("endLine past the end: %+v", r)
+	}
+
+	// Unterminated last line; a line longer than maxBytes.
+	if r := read(map[string]any{"path": "noeol.txt", "startLine": 3}); r.Content != "three" || r.EndLine != 3 || r.NextLine != 0 || r.NextOffset != nil {
+		t.Errorf("unterminated last line: %+v", r)
+	}
+	if r := read(map[string]any{"path": "long.txt", "startLine": 1, "maxBytes": 10}); r.Content != "yyyyyyyyyy" || !r.Truncated ||
+		r.EndLine != 1 || r.NextLine != 0 || *r.NextOffset != 10 {
+		t.Errorf("a line longer than maxBytes: %+v", r)
+	}
+
+	// An offset inside a character starts after it; a cut never splits one.
+	if r := read(map[string]any{"path": "euro.txt", "offset": 3}); r.Content != "cd" || r.Offset != 5 {
+		t.Errorf("offset inside €: %+v", r)
+	}
+	if r := read(map[string]any{"path": "euro.txt", "offset": 2, "maxBytes": 4}); r.Content != "€c" || *r.NextOffset != 6 {
+		t.Errorf("from €: %+v", r)
+	}
+	if r := read(map[string]any{"path": "unicode.txt", "offset": 1001, "maxBytes": 1001}); r.Offset != 1002 || len(r.Content) != 1000 || !utf8.ValidString(r.Content) {
+		t.Errorf("unicode: offset %d, %d bytes", r.Offset, len(r.Content))
+	}
+	if r := read(map[string]any{"path": "euro.txt", "offset": 7}); r.Content != "" || r.NextOffset != nil || r.Truncated {
+		t.Errorf("offset at the end: %+v", r)
+	}
+
+	// Bad ranges: each a clear invalid_argument.
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"path": "euro.txt", "offset": 8}, `offset 8 is past the end of "euro.txt": it has 7 bytes`},
+		{map[string]any{"path": "noeol.txt", "startLine": 4}, `startLine 4 is past the end of "noeol.txt": it has 3 lines`},
+		{map[string]any{"path": "lines.txt", "startLine": 5001}, `startLine 5001 is past the end of "lines.txt": it has 5000 lines`},
+		{map[string]any{"path": "empty", "startLine": 1}, `it has 0 lines`},
+		{map[string]any{"path": "lines.txt", "startLine": 5, "endLine": 4}, "endLine 4 is before startLine 5"},
+		{map[string]any{"path": "lines.txt", "offset": 0, "startLine": 1}, "either offset (a range by bytes) or startLine/endLine (a range by lines), not both"},
+		{map[string]any{"path": "lines.txt", "offset": 10, "endLine": 1}, "not both"},
+		{map[string]any{"path": "lines.txt", "offset": -1}, "offset"},
+		{map[string]any{"path": "lines.txt", "offset": 1.5}, "offset"},
+		{map[string]any{"path": "lines.txt", "startLine": 0}, "startLine"},
+		{map[string]any{"path": "lines.txt", "endLine": 0}, "endLine"},
+		{map[string]any{"path": "lines.txt", "startLine": "3"}, "startLine"},
+	} {
+		err := ts.call(ctx, repo.NameReadFile, c.args, nil)
+		if te := wantToolError(t, err, tools.KindInvalidArgument); te != nil && !strings.Contains(te.Message, c.want) {
+			t.Errorf("%v: %q, want it to say %q", c.args, te.Message, c.want)
+		}
 	}
 }

@@ -1,0 +1,180 @@
+package actors
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+
+	"troupe/protocol"
+	"troupe/redact"
+	"troupe/sandbox"
+	"troupe/tools"
+)
+
+// SessionMetaKey is the initialize _meta member in which a client sets its
+// session's working directory and environment:
+//
+//	"_meta": {"dev.troupe/session": {"cwd": "sub/dir", "env": {"NAME": "value"}}}
+//
+// tools/list answers carry the same key in their _meta with what the
+// session's calls will use.
+const SessionMetaKey = protocol.MetaPrefix + "session"
+
+// OverridePolicy is what the operator lets a session set for itself (the
+// [sessions] table). The zero value lets it set nothing.
+type OverridePolicy struct {
+	// Allow lets clients set a working directory and environment
+	// variables for their session in initialize; off, an initialize that
+	// asks is refused.
+	Allow bool
+	// Env lists the variable names (exact) a session may set.
+	Env []string
+	// Workspace resolves a session's working directory (it must be a
+	// directory inside it, reached through its os.Root); required when
+	// Allow is set.
+	Workspace *sandbox.Workspace
+}
+
+// sessionSettings is the client's request, as sent.
+type sessionSettings struct {
+	Cwd *string           `json:"cwd"`
+	Env map[string]string `json:"env"`
+}
+
+// sessionOverrides reads the session settings from initialize's params
+// (nil when the client sent none) and checks them against p. The error
+// text is for the client: it names what was refused and how the operator
+// allows it, never a host path.
+func sessionOverrides(params *json.RawMessage, p OverridePolicy) (*tools.Overrides, error) {
+	if params == nil {
+		return nil, nil
+	}
+	var outer struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(*params, &outer) != nil {
+		return nil, nil // initialize's own decoding reports bad params
+	}
+	raw, ok := outer.Meta[SessionMetaKey]
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	where := `_meta."` + SessionMetaKey + `"`
+	var s sessionSettings
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf(`%s must be an object with "cwd" (a string) and "env" (an object of strings)`, where)
+	}
+	if s.Cwd == nil && len(s.Env) == 0 {
+		return nil, nil // asks for nothing
+	}
+	if !p.Allow {
+		return nil, fmt.Errorf("%s: this server does not let sessions set their working directory or environment "+
+			"(the operator allows it with [sessions] allow_overrides = true in troupe's config)", where)
+	}
+	o := &tools.Overrides{}
+	if len(s.Env) > 0 {
+		names := make([]string, 0, len(s.Env))
+		for k := range s.Env {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if !slices.Contains(p.Env, k) {
+				allowed := "none"
+				if len(p.Env) > 0 {
+					allowed = strings.Join(p.Env, ", ")
+				}
+				return nil, fmt.Errorf("%s.env: %q is not a variable sessions may set (allowed: %s; the operator lists them in [sessions] allowed_env)",
+					where, k, allowed)
+			}
+			if strings.IndexByte(s.Env[k], 0) >= 0 {
+				return nil, fmt.Errorf("%s.env: the value of %s contains a NUL character", where, k)
+			}
+		}
+		o.Env = s.Env
+	}
+	if s.Cwd != nil {
+		rel, err := sessionDir(p.Workspace, *s.Cwd)
+		if err != nil {
+			return nil, fmt.Errorf("%s.cwd %q %v", where, *s.Cwd, err)
+		}
+		o.Cwd = rel
+	}
+	if o.Cwd == "" && o.Env == nil {
+		return nil, nil
+	}
+	return o, nil
+}
+
+// sessionDir resolves a session's working directory to a clean path
+// relative to the workspace, through the workspace's os.Root: "..",
+// absolute paths elsewhere and symlinks that lead out are refused.
+func sessionDir(ws *sandbox.Workspace, p string) (string, error) {
+	if ws == nil {
+		return "", errors.New("cannot be used: the server has no workspace")
+	}
+	rel, err := ws.Rel(p)
+	if err == nil {
+		var fi fs.FileInfo
+		if fi, err = ws.Root().Stat(rel); err == nil && !fi.IsDir() {
+			return "", errors.New("is not a directory in the workspace")
+		}
+	}
+	switch {
+	case err == nil:
+		return rel, nil
+	case sandbox.IsOutside(err):
+		return "", errors.New("is outside the workspace; it must be a directory inside it")
+	case errors.Is(err, fs.ErrNotExist):
+		return "", errors.New("is not a directory in the workspace")
+	case errors.Is(err, sandbox.ErrInvalidPath):
+		return "", errors.New("is not a valid path")
+	}
+	return "", errors.New("cannot be used as a working directory")
+}
+
+// sessionMeta is the tools/list _meta member that tells the client what
+// its session's calls use: the working directory (the workspace root
+// unless the session set one), the variables the session set (values
+// masked: they may be secrets) and whether it may set them at all.
+// Command tools' own configured cwd and env apply below the session's.
+func sessionMeta(o *tools.Overrides, p OverridePolicy) map[string]any {
+	m := map[string]any{"cwd": ".", "overrides": o != nil, "allowed": p.Allow}
+	if p.Allow {
+		m["allowed_env"] = append([]string{}, p.Env...)
+	}
+	if o != nil {
+		if o.Cwd != "" {
+			m["cwd"] = o.Cwd
+		}
+		if len(o.Env) > 0 {
+			env := make(map[string]string, len(o.Env))
+			for k := range o.Env {
+				env[k] = redact.Mask
+			}
+			m["env"] = env
+		}
+	}
+	return m
+}
+
+// envNames are the names of o's variables, sorted, for logs and audit
+// records (values stay out of both).
+func envNames(o *tools.Overrides) []string {
+	if o == nil || len(o.Env) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
