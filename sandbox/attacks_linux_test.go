@@ -457,3 +457,46 @@ func runEnv(t *testing.T, s *Sandbox, p Policy, env []string, argv ...string) re
 	}
 	return r
 }
+
+// TestStaleTempIsRemoved leaves what a crashed server would (a run's temp
+// dir and a session's spool named with its pid) and checks the next start
+// removes them, and nothing of a live server or of another name.
+func TestStaleTempIsRemoved(t *testing.T) {
+	tempDir := t.TempDir()
+	root, err := MakeTempRoot(tempDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := []string{
+		fmt.Sprintf("run-%d-1", dead.Process.Pid),
+		fmt.Sprintf("troupe-output-%d-2", dead.Process.Pid),
+	}
+	kept := []string{
+		fmt.Sprintf("run-%d-3", os.Getpid()),
+		fmt.Sprintf("troupe-output-%d-4", os.Getpid()),
+		"run-notapid",
+		"something-else",
+	}
+	for _, name := range append(append([]string(nil), gone...), kept...) {
+		if err := os.MkdirAll(filepath.Join(root, name, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := MakeTempRoot(tempDir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range gone {
+		if _, err := os.Stat(filepath.Join(root, name)); !os.IsNotExist(err) {
+			t.Errorf("%s (a dead server's) survived: %v", name, err)
+		}
+	}
+	for _, name := range kept {
+		if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+			t.Errorf("%s was removed: %v", name, err)
+		}
+	}
+}

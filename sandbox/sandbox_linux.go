@@ -686,7 +686,7 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 	if err != nil {
 		return nil, &StartError{Stage: "tempdir", Err: err}
 	}
-	tmp, err := os.MkdirTemp(root, "run-")
+	tmp, err := os.MkdirTemp(root, fmt.Sprintf("run-%d-", os.Getpid()))
 	if err != nil {
 		return nil, &StartError{Stage: "tempdir", Err: err}
 	}
@@ -959,7 +959,33 @@ func MakeTempRoot(tempDir string) (string, error) {
 	if uid := os.Getuid(); !fi.IsDir() || !ok || int(st.Uid) != uid || fi.Mode().Perm()&0o077 != 0 {
 		return "", safeError(fmt.Sprintf("troupe's temp root %s must be a directory of uid %d with mode 0700; remove it or set TMPDIR elsewhere", root, uid))
 	}
+	removeStaleTemp(root)
 	return root, nil
+}
+
+// removeStaleTemp removes what servers that are gone left in the temp
+// root: run temp dirs ("run-<pid>-…") and session spools
+// ("troupe-output-<pid>-…") whose server pid no longer exists. A crash
+// skips Release and the session's cleanup; the next server start tidies
+// up. Entries of live servers (ours included) and names without a pid are
+// left alone.
+func removeStaleTemp(root string) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "run-")
+		if !ok {
+			rest, ok = strings.CutPrefix(e.Name(), "troupe-output-")
+		}
+		digits, _, found := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(digits)
+		if !ok || !found || err != nil || pid <= 0 || pid == os.Getpid() || processExists(pid) {
+			continue
+		}
+		_ = removeTree(filepath.Join(root, e.Name()))
+	}
 }
 
 // resolvedPaths makes paths absolute and resolves the symlinks of those

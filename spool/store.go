@@ -184,7 +184,9 @@ func (s *Store) openFile(name string) (*os.File, error) {
 		return nil, ErrClosed
 	}
 	if s.dir == "" {
-		dir, err := os.MkdirTemp(s.parent, "troupe-output-")
+		// The server's pid in the name lets a later server remove what
+		// a crashed one left (sandbox.MakeTempRoot).
+		dir, err := os.MkdirTemp(s.parent, fmt.Sprintf("troupe-output-%d-", os.Getpid()))
 		if err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
