@@ -72,6 +72,9 @@ type callContext struct {
 	// overrides are the cwd and env the session set for itself (nil:
 	// none); they reach the tool, the prompt and the audit record.
 	overrides *tools.Overrides
+	// stateless: the call came as a 2026-07-28 request, which cannot be
+	// asked anything until multi round-trip requests are served.
+	stateless bool
 }
 
 // executorResult is what an executor reports to its invocation.
@@ -150,6 +153,13 @@ func (inv *invocation) start(ctx actor.Context) {
 		inv.decision = approvalNotRequired
 	case inv.call.trusted != nil && *inv.call.trusted == entry.Fingerprint(), inv.call.gate.Trusts(spec):
 		inv.decision = approvalTrusted
+	case !inv.call.form && inv.call.stateless:
+		inv.decided(approvalUnavailable, "approvals are not asked over protocol 2026-07-28 yet")
+		inv.fail(ctx, &tools.Error{Kind: tools.KindPermissionDenied, Message: spec.Name + " was not run: it needs a person's " +
+			"approval, and troupe cannot ask for one over protocol 2026-07-28 yet (multi round-trip requests are not " +
+			"served). Connect with initialize (protocol 2025-11-25 or earlier) from a client that shows approval prompts."},
+			approvalUnavailable)
+		return
 	case !inv.call.form:
 		inv.decided(approvalUnavailable, "the client cannot show approval forms")
 		inv.fail(ctx, gate.Refusal(spec, approvalUnavailable, "", inv.call.gate), approvalUnavailable)

@@ -77,5 +77,12 @@ func (s *session) failNotFound(id jsonrpc2.ID, uri string) {
 	if strings.HasPrefix(uri, spool.URIPrefix) {
 		msg += " (output is kept only by the session that ran the call, while it lives)"
 	}
+	if s.current != nil {
+		// 2026-07-28 retired -32002 for -32602. Its calls' output lives in
+		// the session that served them: the stdio process's, or over HTTP
+		// a session that ends with its one request.
+		s.fail(id, protocol.CodeInvalidParams, msg+" (a 2026-07-28 call's output is kept by the stdio process that ran it; over HTTP, not after the call's answer)")
+		return
+	}
 	s.fail(id, protocol.CodeResourceNotFound, msg)
 }

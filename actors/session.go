@@ -144,6 +144,9 @@ type inflight struct {
 	answered  bool
 	progress  float64 // last progress value sent; values must grow
 	reported  bool    // progress has been sent at least once
+	// modern is the call's own _meta when it came as a 2026-07-28
+	// request (its version and log level, not the session's); nil else.
+	modern *protocol.ModernRequest
 }
 
 // session is the MCP session actor: it owns everything the protocol says
@@ -172,6 +175,8 @@ type session struct {
 	trusted     map[string][32]byte             // tools a person trusted for this session, by fingerprint
 	store       *spool.Store                    // calls' full output; made on first call
 	overrides   *tools.Overrides                // the cwd and env this session set for itself; nil: none
+	current     *modernCall                     // the 2026-07-28 request being dispatched (stateless.go); nil else
+	subs        map[jsonrpc2.ID]subscription    // open 2026-07-28 subscriptions/listen requests, by id
 }
 
 // newSession makes sessions with opts, which has its defaults applied and
@@ -257,6 +262,9 @@ func (s *session) Receive(ctx actor.Context) {
 
 // handle dispatches one inbound message by method.
 func (s *session) handle(ctx actor.Context, req *jsonrpc2.Request) {
+	if s.handleModern(ctx, req) {
+		return
+	}
 	m, known := lookupMethod(req.Method)
 	if req.Notif {
 		if known && m.notification != nil && (s.phase == initialized || !m.needsInit) {
@@ -399,7 +407,7 @@ func (s *session) listTools(ctx actor.Context, req *jsonrpc2.Request) {
 	}
 	page, more := s.registry.Page(offset, s.opts.PageSize)
 	for i := range page {
-		page[i] = protocol.ShapeTool(s.version, page[i])
+		page[i] = protocol.ShapeTool(s.era(), page[i])
 	}
 	res := listToolsResult{ListToolsResult: protocol.ListToolsResult{Tools: page},
 		Meta: map[string]any{SessionMetaKey: sessionMeta(s.overrides, s.opts.Overrides)}}
@@ -481,6 +489,14 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		call: callContext{session: s.id, trusted: s.trustedPrint(p.Name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
 			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor, overrides: s.overrides},
 	}
+	if s.current != nil {
+		// A 2026-07-28 call has no session: no trust granted in one, no
+		// session overrides, and (until MRTR) no way to ask a person, so
+		// the gate refuses calls that need approval and nothing runs.
+		call.modern = s.current.req
+		inv.call.trusted, inv.call.form, inv.call.overrides, inv.call.stateless = nil, false, nil, true
+		inv.call.version = s.current.req.Version
+	}
 	inv.progress = call.token != nil
 	inv.meta = rawMeta(req)
 	if p.Meta != nil && p.Meta.TimeoutMs != nil && *p.Meta.TimeoutMs > 0 {
@@ -513,6 +529,9 @@ func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
 	if err := json.Unmarshal(p.RequestID, &id); err != nil {
 		return
 	}
+	if s.endSubscription(id) {
+		return
+	}
 	call, ok := s.calls[id]
 	if !ok || call.cancelled || call.answered {
 		return // finished already, or unknown: the spec says ignore it
@@ -530,7 +549,11 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 		return
 	}
 	call.answered = true
-	s.reply(msg.id, protocol.ShapeResult(s.version, msg.result))
+	v := s.version
+	if call.modern != nil {
+		v = call.modern.Version
+	}
+	s.reply(msg.id, protocol.ShapeResult(v, msg.result))
 }
 
 // childEnded forgets an invocation once it has stopped.
@@ -588,6 +611,7 @@ func (s *session) drain(ctx actor.Context, grace time.Duration) {
 		return
 	}
 	s.draining = true
+	s.closeSubscriptions()
 	if len(s.calls) == 0 {
 		ctx.Stop(ctx.Self())
 		return
@@ -653,6 +677,9 @@ func (s *session) reply(id jsonrpc2.ID, result any) {
 		return
 	}
 	raw := json.RawMessage(b)
+	if m, cache := s.modernFor(id); m != nil {
+		raw = s.completeModern(raw, cache)
+	}
 	s.send(&jsonrpc2.Response{ID: id, Result: &raw})
 }
 
@@ -695,7 +722,14 @@ func (s *session) notice(n *toolNotice) {
 		return
 	}
 	if n.isLog {
-		if !s.level.Allows(n.level) || (!n.paced && !s.logAllowed()) {
+		level := s.level
+		if call.modern != nil { // its own level; none: no log messages
+			if call.modern.Level == nil {
+				return
+			}
+			level = *call.modern.Level
+		}
+		if !level.Allows(n.level) || (!n.paced && !s.logAllowed()) {
 			return
 		}
 		sent = s.notifyWritten(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data}, &n.id, n.written)
@@ -709,7 +743,7 @@ func (s *session) notice(n *toolNotice) {
 	if n.total > 0 {
 		p.Total = &n.total
 	}
-	if s.version.HasProgressMessage() {
+	if s.version.HasProgressMessage() || (call.modern != nil && call.modern.Version.HasProgressMessage()) {
 		p.Message = n.message
 	}
 	sent = s.notifyWritten(protocol.NotificationProgress, p, &n.id, n.written)
@@ -746,5 +780,8 @@ func (s *session) toolsChanged(reg *tools.Registry) {
 	s.registry = reg
 	if s.phase == initialized && !reg.SameTools(old) {
 		s.notify(protocol.NotificationToolsListChanged, nil, nil)
+	}
+	if !reg.SameTools(old) {
+		s.toolsChangedForSubscribers()
 	}
 }

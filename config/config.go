@@ -66,8 +66,9 @@ type Config struct {
 
 	// File is the config file that was read, "" for none.
 	File string `koanf:"-"`
-	// Secrets holds every value that came from a "${NAME}" reference, for
-	// redaction; never print it.
+	// Secrets holds every value that came from a "${NAME}" reference, and
+	// the approval state keys however written, for redaction; never print
+	// it.
 	Secrets []string `koanf:"-"`
 	raw     map[string]any
 }
@@ -184,6 +185,12 @@ type Approvals struct {
 	// Trust lists globs of tools no session needs to approve; high-risk
 	// tools are never trusted this way.
 	Trust []string `koanf:"trust"`
+	// StateKey seals the requestState of approvals in the stateless
+	// revision (32 bytes, base64 or hex; a secret). "" = a key generated
+	// per process, so a state opens only in the process that issued it.
+	StateKey string `koanf:"state_key"`
+	// PreviousStateKeys still open states sealed before a rotation.
+	PreviousStateKeys []string `koanf:"previous_state_keys"`
 }
 
 // Audit is the [audit] table.
@@ -549,6 +556,16 @@ func (c *Config) resolveSecrets(env map[string]string) error {
 		})
 	}
 	c.HTTP.Auth.BearerToken = resolve(p("http", "auth", "bearer_token"), c.HTTP.Auth.BearerToken)
+	// State keys are secrets even when written literally: redacted too.
+	c.Approvals.StateKey = resolve(p("approvals", "state_key"), c.Approvals.StateKey)
+	for i, k := range c.Approvals.PreviousStateKeys {
+		c.Approvals.PreviousStateKeys[i] = resolve(p("approvals", "previous_state_keys"), k)
+	}
+	for _, k := range append([]string{c.Approvals.StateKey}, c.Approvals.PreviousStateKeys...) {
+		if k != "" {
+			c.Secrets = append(c.Secrets, k)
+		}
+	}
 	for name, t := range c.Mcp {
 		for k, v := range t.Env {
 			t.Env[k] = resolve(p("mcp", name, "env", k), v)

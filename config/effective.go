@@ -69,14 +69,14 @@ func maskValue(path []string, v string) string {
 }
 
 // IsSecretKey reports whether a config key holds a secret by its name: the
-// bearer token, and entries of env or header tables named like a
-// credential.
+// bearer token, the approval state keys, and entries of env or header
+// tables named like a credential.
 func IsSecretKey(path []string) bool {
 	if len(path) == 0 {
 		return false
 	}
 	last := strings.ToUpper(path[len(path)-1])
-	if last == "BEARER_TOKEN" || last == "AUTHORIZATION" {
+	if last == "BEARER_TOKEN" || last == "AUTHORIZATION" || last == "STATE_KEY" || last == "PREVIOUS_STATE_KEYS" {
 		return true
 	}
 	if len(path) >= 2 {

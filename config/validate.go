@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
+	"troupe/gate/approvalstate"
 	"troupe/mcphttp/origin"
 )
 
@@ -155,6 +157,9 @@ func (c *Config) validateExecution() error {
 			return errKey(p("approvals", "trust"), "approvals.trust: %q is not a valid glob", pat)
 		}
 	}
+	if err := c.Approvals.validateStateKeys(); err != nil {
+		return err
+	}
 	switch c.Shell.SandboxProfile {
 	case "default", "seatbelt", "none":
 	default:
@@ -262,3 +267,32 @@ func badNameRune(r rune) bool {
 }
 
 func p(parts ...string) []string { return parts }
+
+// validateStateKeys checks approvals.state_key and previous_state_keys:
+// each 32 bytes in base64 or hex, none twice, and previous keys only
+// beside a current one. Errors never show a key.
+func (a Approvals) validateStateKeys() error {
+	if a.StateKey == "" {
+		if len(a.PreviousStateKeys) > 0 {
+			return errKey(p("approvals", "previous_state_keys"), "approvals.previous_state_keys is set without approvals.state_key: "+
+				"previous keys only open old states beside a current key")
+		}
+		return nil
+	}
+	current, err := approvalstate.ParseKey(a.StateKey)
+	if err != nil {
+		return errKey(p("approvals", "state_key"), "approvals.state_key %v", err)
+	}
+	seen := []approvalstate.Key{current}
+	for i, k := range a.PreviousStateKeys {
+		parsed, err := approvalstate.ParseKey(k)
+		if err != nil {
+			return errKey(p("approvals", "previous_state_keys"), "approvals.previous_state_keys[%d] %v", i, err)
+		}
+		if slices.Contains(seen, parsed) {
+			return errKey(p("approvals", "previous_state_keys"), "approvals.previous_state_keys[%d] repeats state_key or an earlier previous key", i)
+		}
+		seen = append(seen, parsed)
+	}
+	return nil
+}

@@ -229,12 +229,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte
 		h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
 		return nil, false
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
-		if neg := s.Version(); neg != "" && v != string(neg) {
-			h.refuse(w, http.StatusBadRequest, "MCP-Protocol-Version "+strconv.Quote(v)+
-				" does not match the session's negotiated version "+string(neg))
-			return nil, false
-		}
+	if msg := versionHeaderRefusal(r.Header.Get("Mcp-Protocol-Version")); msg != "" {
+		h.refuse(w, http.StatusBadRequest, msg)
+		return nil, false
 	}
 	return s, true
 }

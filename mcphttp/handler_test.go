@@ -133,7 +133,7 @@ func TestProtocolRules(t *testing.T) {
 		{name: "protocol version matches", method: "POST", session: "live", body: ping, headers: []string{"MCP-Protocol-Version", "2025-06-18"},
 			want: want{status: 200, body: `{"jsonrpc":"2.0","id":1,"result":{}}`}},
 		{name: "protocol version of another revision", method: "POST", session: "live", body: ping,
-			headers: []string{"MCP-Protocol-Version", "2025-03-26"}, want: want{status: 400, code: refused}},
+			headers: []string{"MCP-Protocol-Version", "2025-03-26"}, want: want{status: 200, body: `{"jsonrpc":"2.0","id":1,"result":{}}`}},
 		{name: "protocol version unsupported", method: "POST", session: "live", body: ping,
 			headers: []string{"MCP-Protocol-Version", "1999-01-01"}, want: want{status: 400, code: refused}},
 		{name: "protocol version garbage on GET", method: "GET", session: "live",

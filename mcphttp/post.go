@@ -66,6 +66,10 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		return
 	}
 
+	if !batch && r.Header.Get("Mcp-Session-Id") == "" && isModern(r, msgs[0]) {
+		h.postModern(w, r, owner, msgs[0], acceptJSON, acceptSSE) // 2026-07-28: no session (stateless.go)
+		return
+	}
 	// Which session: a lone initialize request without a session id makes one.
 	var s *actors.HTTPSession
 	created := false

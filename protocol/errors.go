@@ -19,6 +19,16 @@ const (
 	// CodeResourceNotFound answers resources/read for a URI the session
 	// does not (or no longer) hold, as the spec recommends.
 	CodeResourceNotFound = -32002
+	// CodeHeaderMismatch (2026-07-28): an HTTP request's Mcp-Method,
+	// Mcp-Name or MCP-Protocol-Version header is missing or disagrees with
+	// the body.
+	CodeHeaderMismatch = -32020
+	// CodeMissingCapability (2026-07-28): the request needs a client
+	// capability its _meta did not declare (data.requiredCapabilities).
+	CodeMissingCapability = -32021
+	// CodeUnsupportedVersion (2026-07-28): the request's protocol version
+	// is not one troupe serves per request (data.supported, data.requested).
+	CodeUnsupportedVersion = -32022
 )
 
 // NewError builds a JSON-RPC error; data, when not nil, is attached as the

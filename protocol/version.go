@@ -14,6 +14,9 @@ const (
 	V20250326 Version = "2025-03-26"
 	V20250618 Version = "2025-06-18"
 	V20251125 Version = "2025-11-25"
+	// V20260728 is the stateless revision: no initialize, the version and
+	// the client's capabilities travel in every request's _meta.
+	V20260728 Version = "2026-07-28"
 )
 
 // Latest is the revision offered when a client asks for one troupe does not
@@ -34,6 +37,9 @@ func features(v Version) (featureSet, bool) {
 	case V20251125:
 		return featureSet{audio: true, toolAnnotations: true, progressMessage: true, structured: true,
 			titles: true, resourceLinks: true, meta: true, icons: true, elicitation: true, elicitModes: true}, true
+	case V20260728:
+		return featureSet{audio: true, toolAnnotations: true, progressMessage: true, structured: true,
+			titles: true, resourceLinks: true, meta: true, icons: true, elicitModes: true, stateless: true}, true
 	}
 	return featureSet{}, false
 }
@@ -50,11 +56,22 @@ type featureSet struct {
 	icons           bool // icons on tools and Implementation, Implementation.description
 	elicitation     bool // elicitation/create exists
 	elicitModes     bool // elicitation has modes (form, url) and titled oneOf enums
+	// stateless: no initialize; version, capabilities and client info in
+	// each request's _meta; server/discover; resultType and cache fields on
+	// results; no ping, no logging/setLevel, no server-to-client requests.
+	stateless bool
 }
 
-// SupportedVersions lists the revisions troupe negotiates, oldest first.
+// SupportedVersions lists the handshake revisions troupe negotiates in
+// initialize, oldest first.
 func SupportedVersions() []Version {
 	return []Version{V20241105, V20250326, V20250618, V20251125}
+}
+
+// AllVersions lists every revision troupe speaks, newest first, as
+// server/discover and the unsupported-version error name them.
+func AllVersions() []Version {
+	return []Version{V20260728, V20251125, V20250618, V20250326, V20241105}
 }
 
 // Supported reports whether troupe speaks revision v.
@@ -64,11 +81,30 @@ func (v Version) Supported() bool { _, ok := features(v); return ok }
 // anything else is answered with Latest (it is not an error; the client
 // decides whether it can live with the counter-offer).
 func Negotiate(requested string) Version {
-	if v := Version(requested); v.Supported() {
+	if v := Version(requested); v.Supported() && v.HasHandshake() {
 		return v
 	}
 	return Latest
 }
+
+// IsStateless reports whether v is a revision without initialize, whose
+// requests each carry their version and capabilities in _meta.
+func (v Version) IsStateless() bool { return v.has().stateless }
+
+// HasHandshake reports whether v is negotiated with initialize (and so
+// has sessions, ping and logging/setLevel).
+func (v Version) HasHandshake() bool { return v.Supported() && !v.has().stateless }
+
+// HasResultType reports whether every result carries "resultType".
+func (v Version) HasResultType() bool { return v.has().stateless }
+
+// HasCacheHints reports whether cacheable results (lists, reads,
+// server/discover) must carry ttlMs and cacheScope.
+func (v Version) HasCacheHints() bool { return v.has().stateless }
+
+// HasServerInfoMeta reports whether results should name the server in
+// _meta (io.modelcontextprotocol/serverInfo), there being no initialize.
+func (v Version) HasServerInfoMeta() bool { return v.has().stateless }
 
 // AllowsBatches reports whether JSON-RPC batch arrays are part of v.
 func (v Version) AllowsBatches() bool { return v.has().batches }
@@ -95,7 +131,8 @@ func (v Version) HasProgressMessage() bool { return v.has().progressMessage }
 // HasResourceLinks reports whether resource_link content blocks exist.
 func (v Version) HasResourceLinks() bool { return v.has().resourceLinks }
 
-// HasElicitation reports whether the server may send elicitation/create.
+// HasElicitation reports whether the server may send elicitation/create
+// (as its own request: 2026-07-28 asks inside results instead).
 func (v Version) HasElicitation() bool { return v.has().elicitation }
 
 // HasElicitationModes reports whether elicitation requests carry a mode

@@ -246,7 +246,8 @@ func (c *Client) initialize(ctx context.Context, info protocol.Implementation) e
 		return fmt.Errorf("the server's answer is not an InitializeResult: %w", err)
 	}
 	v := protocol.Version(res.ProtocolVersion)
-	if !v.Supported() {
+	// Only a handshake revision can answer initialize: 2026-07-28 has none.
+	if !v.HasHandshake() {
 		// The spec lets a server counter-offer; we cannot use a revision we
 		// do not speak, so we disconnect, as the spec advises.
 		return fmt.Errorf("the server answered with protocol version %q, which troupe does not support (it supports %v)",

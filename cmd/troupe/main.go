@@ -604,7 +604,8 @@ func applyReload(cur, next *config.Config, ws *sandbox.Workspace, sb *sandbox.Sa
 	if next.Limits != cur.Limits || next.HTTP.Listen != cur.HTTP.Listen || next.HTTP.Path != cur.HTTP.Path ||
 		next.Server.Workspace != cur.Server.Workspace || next.Logging.Format != cur.Logging.Format ||
 		next.Sandbox.Driver != cur.Sandbox.Driver || next.Audit != cur.Audit || next.Output != cur.Output ||
-		!slices.Equal(next.Approvals.Trust, cur.Approvals.Trust) || next.Approvals.Timeout != cur.Approvals.Timeout {
+		!slices.Equal(next.Approvals.Trust, cur.Approvals.Trust) || next.Approvals.Timeout != cur.Approvals.Timeout ||
+		next.Approvals.StateKey != cur.Approvals.StateKey || !slices.Equal(next.Approvals.PreviousStateKeys, cur.Approvals.PreviousStateKeys) {
 		log.Warn("config reload: [limits], [approvals], [audit], [output], sandbox.driver, http.listen, http.path, " +
 			"server.workspace and logging.format take effect at the next start")
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"troupe/config"
+	"troupe/gate/approvalstate"
 	"troupe/sandbox"
 	"troupe/tools"
 )
@@ -20,6 +21,9 @@ type prepared struct {
 	sb       *sandbox.Sandbox
 	registry *tools.Registry
 	writable config.RunWritable
+	// approvals seals and opens the requestState of approvals for
+	// stateless (2026-07-28) clients; the MRTR wiring hands it to the Host.
+	approvals *approvalstate.Sealer
 }
 
 // prepare runs every check serve runs before serving, in serve's order,
@@ -66,7 +70,12 @@ func prepare(cfg *config.Config, workspace string, log *slog.Logger) (*prepared,
 		ws.Close()
 		return nil, []error{fmt.Errorf("cannot build the tool registry: %w", err)}, exitUsage
 	}
-	return &prepared{ws: ws, sb: sb, registry: registry, writable: writable}, nil, exitOK
+	approvals, err := newApprovalStates(cfg, log)
+	if err != nil {
+		ws.Close()
+		return nil, []error{err}, exitUsage
+	}
+	return &prepared{ws: ws, sb: sb, registry: registry, writable: writable, approvals: approvals}, nil, exitOK
 }
 
 // checkDownstreams is what serve checks of each enabled [mcp_servers]

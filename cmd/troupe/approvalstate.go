@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"troupe/config"
+	"troupe/gate/approvalstate"
+)
+
+// newApprovalStates makes the Sealer for the requestState of approvals in
+// the stateless revision from [approvals]: state_key, the
+// previous_state_keys that still open older states, and approvals.timeout
+// as their lifetime. Without a state_key the key is generated for this
+// process, and troupe says so: a state then opens only in the process
+// that issued it, so several processes behind one endpoint need a shared
+// key (logged at info when troupe serves HTTP; over stdio one process is
+// the whole server, and it is a debug line).
+func newApprovalStates(cfg *config.Config, log *slog.Logger) (*approvalstate.Sealer, error) {
+	a := cfg.Approvals
+	opts := approvalstate.Options{TTL: a.Timeout}
+	if a.StateKey == "" {
+		opts.Key = approvalstate.NewKey()
+		level := slog.LevelDebug
+		if cfg.HTTP.Listen != "" {
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, "approvals.state_key is not set: approval states (stateless clients) are sealed "+
+			"under a key generated for this process; several troupe processes serving one endpoint need a shared approvals.state_key")
+	} else {
+		var err error
+		if opts.Key, err = approvalstate.ParseKey(a.StateKey); err != nil {
+			return nil, fmt.Errorf("approvals.state_key %w", err)
+		}
+	}
+	for i, k := range a.PreviousStateKeys {
+		key, err := approvalstate.ParseKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("approvals.previous_state_keys[%d] %w", i, err)
+		}
+		opts.Previous = append(opts.Previous, key)
+	}
+	return approvalstate.New(opts)
+}

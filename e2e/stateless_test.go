@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Raw JSON-RPC in protocol revision 2026-07-28 (no initialize, version and
+// capabilities in each request's _meta) against the real binary, over
+// stdio and HTTP, beside a handshake session on the same process/endpoint.
+
+const modernMetaJSON = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+	`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"e2e-modern","version":"1"}}`
+
+func modernRequest(id, method, params string) string {
+	if params != "" {
+		params += ","
+	}
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":{` + params + modernMetaJSON + `}}`
+}
+
+// checkModernResult fails unless m is a 2026-07-28 result: resultType and
+// the server's identity in _meta.
+func checkModernResult(t *testing.T, what string, m map[string]any) map[string]any {
+	t.Helper()
+	res, ok := m["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("%s: want a result, got %v", what, m)
+	}
+	meta, _ := res["_meta"].(map[string]any)
+	info, _ := meta["io.modelcontextprotocol/serverInfo"].(map[string]any)
+	if res["resultType"] != "complete" || info["name"] != "troupe" {
+		t.Fatalf("%s: result without resultType or serverInfo: %v", what, res)
+	}
+	return res
+}
+
+func sortedToolNames(t *testing.T, res map[string]any) []string {
+	t.Helper()
+	list, _ := res["tools"].([]any)
+	var names []string
+	for _, x := range list {
+		names = append(names, x.(map[string]any)["name"].(string))
+	}
+	if len(names) == 0 || !sort.StringsAreSorted(names) {
+		t.Fatalf("tools/list not in a deterministic (sorted) order: %v", names)
+	}
+	return names
+}
+
+func TestStatelessRevisionOverStdio(t *testing.T) {
+	fx := newFixture(t)
+	s := startServer(t, fx.dir)
+
+	s.send(modernRequest(`"d"`, "server/discover", ""))
+	res := checkModernResult(t, "server/discover", s.recv())
+	if v, _ := res["supportedVersions"].([]any); len(v) == 0 || v[0] != "2026-07-28" || res["cacheScope"] == nil || res["ttlMs"] == nil {
+		t.Fatalf("server/discover: %v", res)
+	}
+
+	s.send(modernRequest("1", "tools/list", ""))
+	sortedToolNames(t, checkModernResult(t, "tools/list", s.recv()))
+
+	s.send(modernRequest("2", "tools/call", `"name":"repo.readFile","arguments":{"path":"README.md"}`))
+	m := s.recv()
+	checkModernResult(t, "tools/call", m)
+	if !strings.Contains(resultText(t, m), "A workspace for troupe") {
+		t.Fatalf("repo.readFile: %v", m)
+	}
+
+	// A call that needs approval cannot be asked without MRTR: refused,
+	// and nothing runs.
+	marker := filepath.Join(fx.dir, "modern-marker")
+	s.send(modernRequest("3", "tools/call", `"name":"shell.exec","arguments":{"command":["touch","modern-marker"]}`))
+	m = s.recv()
+	checkModernResult(t, "refused tools/call", m)
+	assertToolError(t, m, "2026-07-28")
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the refused call ran: %v", err)
+	}
+
+	for _, tc := range []struct {
+		line string
+		code float64
+	}{
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, -32022},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, -32602},
+		{`{"jsonrpc":"2.0","id":4,"method":"server/discover"}`, -32602},
+		{modernRequest("4", "ping", ""), -32601},
+		{modernRequest("4", "logging/setLevel", `"level":"debug"`), -32601},
+		{modernRequest("4", "no/such", ""), -32601},
+		// 2026-07-28 retired -32002: an unknown output is invalid params.
+		{modernRequest("4", "resources/read", `"uri":"troupe://output/nope/stdout"`), -32602},
+	} {
+		s.send(tc.line)
+		if code, id := errorCode(t, s.recv()); code != tc.code || id != float64(4) {
+			t.Errorf("%s: code %v id %v, want %v", tc.line, code, id, tc.code)
+		}
+	}
+
+	// The same process then serves a handshake session.
+	s.initialize("2025-11-25")
+	s.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	if m := s.recv(); m["error"] != nil {
+		t.Fatalf("legacy ping after modern requests: %v", m)
+	}
+	s.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"repo.readFile","arguments":{"path":"README.md"}}}`)
+	m = s.recv()
+	if r, _ := m["result"].(map[string]any); r == nil || r["resultType"] != nil {
+		t.Fatalf("legacy call: %v", m)
+	}
+	// ... and per-request clients still, beside it.
+	s.send(modernRequest("7", "tools/list", ""))
+	checkModernResult(t, "tools/list after initialize", s.recv())
+}
+
+func TestStatelessRevisionOverHTTP(t *testing.T) {
+	fx := newFixture(t)
+	srv := startHTTPServer(t, fx.dir, "")
+	post := func(body string, headers map[string]string) (int, http.Header, map[string]any) {
+		t.Helper()
+		h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"MCP-Protocol-Version": "2026-07-28"}
+		for k, v := range headers {
+			h[k] = v
+		}
+		resp := srv.request(t, http.MethodPost, strings.NewReader(body), h)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("answer is not JSON: %d %q", resp.StatusCode, b)
+		}
+		return resp.StatusCode, resp.Header, m
+	}
+
+	status, hdr, m := post(modernRequest("1", "server/discover", ""), map[string]string{"Mcp-Method": "server/discover"})
+	if status != 200 || hdr.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("discover: %d %v %v", status, hdr, m)
+	}
+	checkModernResult(t, "server/discover", m)
+
+	_, _, m = post(modernRequest("2", "tools/list", ""), map[string]string{"Mcp-Method": "tools/list"})
+	sortedToolNames(t, checkModernResult(t, "tools/list", m))
+
+	status, _, m = post(modernRequest("3", "tools/call", `"name":"repo.readFile","arguments":{"path":"README.md"}`),
+		map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "repo.readFile"})
+	checkModernResult(t, "tools/call", m)
+	if status != 200 || !strings.Contains(resultText(t, m), "A workspace for troupe") {
+		t.Fatalf("repo.readFile: %d %v", status, m)
+	}
+
+	status, _, m = post(modernRequest("4", "tools/call", `"name":"repo.readFile","arguments":{"path":"README.md"}`),
+		map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "repo.listDir"})
+	if code, _ := errorCode(t, m); status != 400 || code != -32020 {
+		t.Fatalf("header mismatch: %d %v", status, m)
+	}
+	status, _, m = post(modernRequest("5", "no/such", ""), map[string]string{"Mcp-Method": "no/such"})
+	if code, _ := errorCode(t, m); status != 404 || code != -32601 {
+		t.Fatalf("unknown method: %d %v", status, m)
+	}
+	status, _, m = post(`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		map[string]string{"Mcp-Method": "tools/list", "MCP-Protocol-Version": "1900-01-01"})
+	if code, _ := errorCode(t, m); status != 400 || code != -32022 {
+		t.Fatalf("unsupported version: %d %v", status, m)
+	}
+
+	// A handshake session on the same endpoint afterwards.
+	resp, body := postInitialize(t, srv, "")
+	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize after modern requests: %d %s", resp.StatusCode, body)
+	}
+}

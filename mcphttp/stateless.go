@@ -1,0 +1,210 @@
+package mcphttp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/actors"
+	"troupe/protocol"
+)
+
+// isModern reports whether a POST without Mcp-Session-Id belongs to the
+// stateless revision (2026-07-28): its body's _meta names a protocol
+// version, it is server/discover, or its MCP-Protocol-Version header names
+// a stateless revision. Other requests without a session id are the
+// handshake era's (initialize, or a 400 that a dual-era client reads as
+// "legacy server" and falls back on).
+func isModern(r *http.Request, m message) bool {
+	if m.req == nil || m.req.Method == protocol.MethodInitialize {
+		return false
+	}
+	return protocol.IsModern(m.req.Method, m.req.Params) ||
+		protocol.Version(r.Header.Get("Mcp-Protocol-Version")).IsStateless()
+}
+
+// postModern serves one 2026-07-28 request. There is no session in that
+// era: the request's _meta and headers are checked here (-32602, -32022,
+// -32020, 404 with -32601, each with 400 as the transport asks), then a
+// session is started for this request alone, answers as JSON or as an SSE
+// stream scoped to the request, and is closed. No session id is issued. A
+// client that closes the response stream before the answer cancels the
+// call: closing the session stops it.
+func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]byte, m message, acceptJSON, acceptSSE bool) {
+	if m.req.Notif {
+		// The revision defines no client notification over HTTP (closing
+		// the stream cancels); accept and ignore, as the transport says.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	id := m.req.ID
+	mr, perr := protocol.ParseModern(m.req.Params)
+	if perr != nil {
+		h.modernError(w, http.StatusBadRequest, id, perr.Code, perr.Message, perr.Data)
+		return
+	}
+	if msg := headerMismatch(r, m.req, mr.Version); msg != "" {
+		h.modernError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, msg, nil)
+		return
+	}
+	if !actors.ModernMethod(m.req.Method) {
+		h.modernError(w, http.StatusNotFound, id, protocol.CodeMethodNotFound, "Method not found: "+m.req.Method, nil)
+		return
+	}
+	if m.req.Method == protocol.MethodSubscriptionsListen && !acceptSSE {
+		h.refuse(w, http.StatusNotAcceptable, "subscriptions/listen answers with an event stream: Accept must include text/event-stream")
+		return
+	}
+	s, ok := h.newSession(w, owner)
+	if !ok {
+		return
+	}
+	defer s.Close() // the request's session ends with its answer, or stops the call if the client left
+	st := s.Request(m.req, acceptSSE)
+	detach, err := st.Attach()
+	if err != nil {
+		h.refuse(w, http.StatusConflict, err.Error())
+		return
+	}
+	defer detach()
+	r, stop := untilSessionEnds(r, s)
+	defer stop()
+	events, done, err := st.Read(r.Context(), 0, 0)
+	if err != nil {
+		return // the client left before anything was ready: Close cancels the call
+	}
+	if len(events) == 0 && done {
+		w.Header().Set("Retry-After", "5")
+		h.refuse(w, http.StatusServiceUnavailable, "the request was not answered (the server is shutting down)")
+		return
+	}
+	if events[0].Final && acceptJSON || !acceptSSE {
+		final := lastFinal(events)
+		for final == nil && !done && err == nil {
+			events, done, err = st.Read(r.Context(), events[len(events)-1].Seq, 0)
+			final = lastFinal(events)
+		}
+		if final == nil {
+			return // the client left (Close cancels), or the server stopped the call
+		}
+		s.Delivered(st)
+		writeJSON(w, modernStatus(final.Data), final.Data)
+		return
+	}
+	h.streamEvents(w, r, s, st, events, done)
+}
+
+// modernStatus is the HTTP status of a stateless answer: 400 for the
+// errors the transport says are client faults, 200 otherwise.
+func modernStatus(data []byte) int {
+	var probe struct {
+		Error *struct {
+			Code int64 `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &probe) == nil && probe.Error != nil {
+		switch probe.Error.Code {
+		case protocol.CodeHeaderMismatch, protocol.CodeMissingCapability, protocol.CodeUnsupportedVersion:
+			return http.StatusBadRequest
+		}
+	}
+	return http.StatusOK
+}
+
+// modernError answers with a JSON-RPC error that names the request.
+func (h *Handler) modernError(w http.ResponseWriter, status int, id jsonrpc2.ID, code int64, message string, data any) {
+	h.log.Debug("2026-07-28 request refused", "status", status, "code", code, "reason", message)
+	body, err := json.Marshal(&jsonrpc2.Response{ID: id, Error: protocol.NewError(code, message, data)})
+	if err != nil {
+		h.refuse(w, http.StatusInternalServerError, "cannot encode the error")
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+// namedMethods are the methods whose Mcp-Name header mirrors params.name
+// or params.uri.
+var namedMethods = map[string]string{
+	protocol.MethodToolsCall:     "name",
+	protocol.MethodResourcesRead: "uri",
+	"prompts/get":                "name",
+}
+
+// headerMismatch checks the headers 2026-07-28 requires against the body
+// and returns the -32020 message, or "" when they agree.
+func headerMismatch(r *http.Request, req *jsonrpc2.Request, version protocol.Version) string {
+	pv := r.Header.Get("Mcp-Protocol-Version")
+	switch {
+	case pv == "":
+		return "Header mismatch: the MCP-Protocol-Version header is required"
+	case pv != string(version):
+		return "Header mismatch: MCP-Protocol-Version header value " + quoteHeader(pv) +
+			" does not match body value " + quoteHeader(string(version))
+	}
+	method := r.Header.Get("Mcp-Method")
+	switch {
+	case method == "":
+		return "Header mismatch: the Mcp-Method header is required"
+	case method != req.Method:
+		return "Header mismatch: Mcp-Method header value " + quoteHeader(method) +
+			" does not match body value " + quoteHeader(req.Method)
+	}
+	field, named := namedMethods[req.Method]
+	if !named {
+		return ""
+	}
+	var params map[string]json.RawMessage
+	if req.Params != nil {
+		_ = json.Unmarshal(*req.Params, &params)
+	}
+	var want string
+	if raw, ok := params[field]; ok {
+		_ = json.Unmarshal(raw, &want)
+	}
+	values := r.Header.Values("Mcp-Name")
+	if len(values) == 0 {
+		return "Header mismatch: the Mcp-Name header is required for " + req.Method
+	}
+	got, ok := decodeHeaderValue(values[0])
+	switch {
+	case len(values) > 1:
+		return "Header mismatch: Mcp-Name is given more than once"
+	case !ok:
+		return "Header mismatch: the Mcp-Name header value is malformed"
+	case got != want:
+		return "Header mismatch: Mcp-Name header value " + quoteHeader(got) +
+			" does not match body value " + quoteHeader(want)
+	}
+	return ""
+}
+
+// decodeHeaderValue undoes the transport's value encoding: a plain value
+// of visible ASCII, space and tab, or "=?base64?…?=" around the base64 of
+// UTF-8 text.
+func decodeHeaderValue(v string) (string, bool) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c > 0x7e {
+			return "", false
+		}
+	}
+	if strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=") && len(v) >= len("=?base64??=") {
+		b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-len("?=")])
+		if err != nil {
+			return "", false
+		}
+		return string(b), true
+	}
+	return v, true
+}
+
+// quoteHeader quotes a value for an error message, cut to a sane length.
+func quoteHeader(v string) string {
+	const max = 128
+	if len(v) > max {
+		v = v[:max] + "…"
+	}
+	return "'" + strings.ToValidUTF8(v, "?") + "'"
+}

@@ -1,0 +1,192 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Method names and _meta keys of the stateless revision (2026-07-28).
+const (
+	MethodServerDiscover      = "server/discover"
+	MethodSubscriptionsListen = "subscriptions/listen"
+
+	NotificationSubscriptionsAcknowledged = "notifications/subscriptions/acknowledged"
+
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// ModernRequest is what a 2026-07-28 request says about itself in its
+// _meta: there is no session, so every request carries it.
+type ModernRequest struct {
+	Version Version
+	Client  Implementation
+	Caps    ClientCapabilities
+	// Level is the request's own log threshold; nil means the server must
+	// send no notifications/message for it.
+	Level *LoggingLevel
+}
+
+// IsModern reports whether a request belongs to the stateless era: it
+// names a protocol version in _meta, or it is server/discover (which exists
+// only there). Anything else is served by the handshake revisions.
+func IsModern(method string, params *json.RawMessage) bool {
+	if method == MethodServerDiscover {
+		return true
+	}
+	if params == nil {
+		return false
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(*params, &p) != nil {
+		return false
+	}
+	_, ok := p.Meta[MetaProtocolVersion]
+	return ok
+}
+
+// ParseModern reads a stateless request's _meta. The error is the JSON-RPC
+// error the spec prescribes: -32602 for a missing or malformed required
+// field, -32022 (with the supported list) for a version troupe does not
+// serve per request.
+func ParseModern(params *json.RawMessage) (*ModernRequest, *ModernError) {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if params != nil {
+		if err := json.Unmarshal(*params, &p); err != nil {
+			return nil, invalidMeta("params must be an object with an object _meta")
+		}
+	}
+	rawVersion, ok := p.Meta[MetaProtocolVersion]
+	if !ok {
+		return nil, invalidMeta("_meta." + MetaProtocolVersion + " is required")
+	}
+	var version string
+	if json.Unmarshal(rawVersion, &version) != nil || version == "" {
+		return nil, invalidMeta("_meta." + MetaProtocolVersion + " must be a non-empty string")
+	}
+	m := &ModernRequest{Version: Version(version)}
+	if !m.Version.IsStateless() {
+		supported := make([]string, 0, len(AllVersions()))
+		for _, v := range AllVersions() {
+			supported = append(supported, string(v))
+		}
+		msg := "Unsupported protocol version"
+		if m.Version.HasHandshake() {
+			msg = "Unsupported protocol version: " + version + " needs the initialize handshake"
+		}
+		return nil, &ModernError{Code: CodeUnsupportedVersion, Message: msg,
+			Data: map[string]any{"supported": supported, "requested": version}}
+	}
+	rawCaps, ok := p.Meta[MetaClientCapabilities]
+	if !ok {
+		return nil, invalidMeta("_meta." + MetaClientCapabilities + " is required")
+	}
+	if len(rawCaps) == 0 || rawCaps[0] != '{' || json.Unmarshal(rawCaps, &m.Caps) != nil {
+		return nil, invalidMeta("_meta." + MetaClientCapabilities + " must be an object")
+	}
+	if raw, ok := p.Meta[MetaClientInfo]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &m.Client) != nil {
+			return nil, invalidMeta("_meta." + MetaClientInfo + " must be an object with name and version")
+		}
+	}
+	if raw, ok := p.Meta[MetaLogLevel]; ok {
+		var l LoggingLevel
+		if json.Unmarshal(raw, &l) != nil || !l.Valid() {
+			return nil, invalidMeta("_meta." + MetaLogLevel +
+				" must be one of debug, info, notice, warning, error, critical, alert, emergency")
+		}
+		m.Level = &l
+	}
+	return m, nil
+}
+
+// ModernError is a JSON-RPC error of the stateless era's request checks.
+type ModernError struct {
+	Code    int64
+	Message string
+	Data    any
+}
+
+func (e *ModernError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
+
+func invalidMeta(msg string) *ModernError {
+	return &ModernError{Code: CodeInvalidParams, Message: "invalid params: " + msg}
+}
+
+// CacheScope values: "public" results hold nothing specific to the caller.
+const (
+	CachePublic  = "public"
+	CachePrivate = "private"
+)
+
+// Completion says what DecorateResult adds to a stateless-era result.
+type Completion struct {
+	ServerInfo *Implementation
+	// Cache, when set, adds ttlMs and cacheScope (CacheableResult).
+	Cache *CacheHint
+}
+
+// CacheHint is a CacheableResult's ttlMs and cacheScope.
+type CacheHint struct {
+	TTLMs int64
+	Scope string
+}
+
+// DecorateResult adds what 2026-07-28 requires or recommends on every
+// result to raw (a JSON object): resultType "complete" unless the result
+// already has one, the server's identity in _meta, and cache hints where
+// the schema requires them. Members already present are kept.
+func DecorateResult(raw json.RawMessage, c Completion) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("result is not a JSON object")
+	}
+	if _, ok := obj["resultType"]; !ok {
+		obj["resultType"] = json.RawMessage(`"complete"`)
+	}
+	if c.ServerInfo != nil {
+		meta := map[string]json.RawMessage{}
+		if m, ok := obj["_meta"]; ok && string(m) != "null" {
+			if err := json.Unmarshal(m, &meta); err != nil {
+				return nil, fmt.Errorf("result _meta is not an object")
+			}
+		}
+		if _, ok := meta[MetaServerInfo]; !ok {
+			b, err := json.Marshal(c.ServerInfo)
+			if err != nil {
+				return nil, err
+			}
+			meta[MetaServerInfo] = b
+			b, err = json.Marshal(meta)
+			if err != nil {
+				return nil, err
+			}
+			obj["_meta"] = b
+		}
+	}
+	if c.Cache != nil {
+		if _, ok := obj["ttlMs"]; !ok {
+			obj["ttlMs"] = json.RawMessage(fmt.Sprint(c.Cache.TTLMs))
+		}
+		if _, ok := obj["cacheScope"]; !ok {
+			b, _ := json.Marshal(c.Cache.Scope)
+			obj["cacheScope"] = b
+		}
+	}
+	return json.Marshal(obj)
+}
+
+// DiscoverResult answers server/discover.
+type DiscoverResult struct {
+	SupportedVersions []Version          `json:"supportedVersions"`
+	Capabilities      ServerCapabilities `json:"capabilities"`
+	Instructions      string             `json:"instructions,omitempty"`
+}
