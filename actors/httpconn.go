@@ -142,7 +142,13 @@ func (c *httpConn) Receive(ctx actor.Context) {
 func (c *httpConn) start(ctx actor.Context) {
 	c.log = c.log.With("http_session", c.handle.id[:8])
 	var err error
-	c.session, err = ctx.SpawnNamed(c.opts.exec.longLivedProps(newSession(c.sessionOpts, c.log, c.opts.exec)), sessionName)
+	produce := newSession(c.sessionOpts, c.log, c.opts.exec)
+	owner, _ := c.handle.owner.([32]byte)
+	c.session, err = ctx.SpawnNamed(c.opts.exec.longLivedProps(func() actor.Actor {
+		s := produce().(*session)
+		s.httpOwner = &owner
+		return s
+	}), sessionName)
 	if err != nil {
 		panic(err) // a fresh actor has no children: cannot happen
 	}

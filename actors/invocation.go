@@ -72,9 +72,10 @@ type callContext struct {
 	// overrides are the cwd and env the session set for itself (nil:
 	// none); they reach the tool, the prompt and the audit record.
 	overrides *tools.Overrides
-	// stateless: the call came as a 2026-07-28 request, which cannot be
-	// asked anything until multi round-trip requests are served.
+	// stateless: the call came as a 2026-07-28 request, which asks for
+	// approval with an input_required result (mrtr.go).
 	stateless bool
+	mrtr      *mrtrCall // the request's MRTR parts (stateless only)
 }
 
 // executorResult is what an executor reports to its invocation.
@@ -153,12 +154,8 @@ func (inv *invocation) start(ctx actor.Context) {
 		inv.decision = approvalNotRequired
 	case inv.call.trusted != nil && *inv.call.trusted == entry.Fingerprint(), inv.call.gate.Trusts(spec):
 		inv.decision = approvalTrusted
-	case !inv.call.form && inv.call.stateless:
-		inv.decided(approvalUnavailable, "approvals are not asked over protocol 2026-07-28 yet")
-		inv.fail(ctx, &tools.Error{Kind: tools.KindPermissionDenied, Message: spec.Name + " was not run: it needs a person's " +
-			"approval, and troupe cannot ask for one over protocol 2026-07-28 yet (multi round-trip requests are not " +
-			"served). Connect with initialize (protocol 2025-11-25 or earlier) from a client that shows approval prompts."},
-			approvalUnavailable)
+	case inv.call.stateless:
+		inv.askStateless(ctx, spec, args)
 		return
 	case !inv.call.form:
 		inv.decided(approvalUnavailable, "the client cannot show approval forms")

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"troupe/gate"
+	"troupe/gate/approvalstate"
 	"troupe/protocol"
 	"troupe/spool"
 	"troupe/tools"
@@ -43,6 +44,9 @@ type SessionOptions struct {
 	LogRate rate.Limit
 	// Gate is the operator's approval policy (timeout, trusted tools).
 	Gate gate.Policy
+	// Approvals seals the requestState of approvals asked of 2026-07-28
+	// clients (multi round-trip requests); nil refuses those calls.
+	Approvals *approvalstate.Sealer
 	// SpoolDir is where sessions keep their calls' full output ("" = the
 	// system temp directory); each session has its own directory in it,
 	// removed when the session ends.
@@ -112,6 +116,9 @@ type callFinished struct {
 	id     jsonrpc2.ID
 	from   *actor.PID // the invocation: a reused id may name a newer call
 	result *protocol.CallToolResult
+	// other, when set, is the answer instead of result: a 2026-07-28
+	// input_required result, or a *jsonrpc2.Error.
+	other any
 }
 
 // invocationGone is the session's note to itself that an invocation has
@@ -154,6 +161,7 @@ type inflight struct {
 // table of calls in flight, keyed by request id.
 type session struct {
 	opts        *SessionOptions
+	httpOwner   *[32]byte       // HTTP: the credential the request came with (zero without auth); nil on stdio
 	registry    *tools.Registry // the tools this session sees now; calls keep the one they started with
 	log         *slog.Logger
 	id          string
@@ -490,12 +498,21 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor, overrides: s.overrides},
 	}
 	if s.current != nil {
-		// A 2026-07-28 call has no session: no trust granted in one, no
-		// session overrides, and (until MRTR) no way to ask a person, so
-		// the gate refuses calls that need approval and nothing runs.
+		// A 2026-07-28 call has no session: no session overrides, and no
+		// trust but a stdio connection's; it asks a person through MRTR
+		// (an input_required result and the client's retry, mrtr.go).
 		call.modern = s.current.req
+		trusted := inv.call.trusted
 		inv.call.trusted, inv.call.form, inv.call.overrides, inv.call.stateless = nil, false, nil, true
 		inv.call.version = s.current.req.Version
+		mrtr, ok := s.mrtrFor(req)
+		if !ok {
+			return
+		}
+		inv.call.mrtr = mrtr
+		if s.httpOwner == nil {
+			inv.call.trusted = trusted // stdio: "for this connection" holds for the connection's calls
+		}
 	}
 	inv.progress = call.token != nil
 	inv.meta = rawMeta(req)
@@ -549,6 +566,15 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 		return
 	}
 	call.answered = true
+	switch o := msg.other.(type) {
+	case *jsonrpc2.Error:
+		s.send(&jsonrpc2.Response{ID: msg.id, Error: o})
+		return
+	case nil:
+	default:
+		s.reply(msg.id, o)
+		return
+	}
 	v := s.version
 	if call.modern != nil {
 		v = call.modern.Version

@@ -83,9 +83,9 @@ func TestStatelessCallsOnStdio(t *testing.T) {
 	c.expectNothing(50 * time.Millisecond) // a cancelled call gets no answer
 }
 
-// A 2026-07-28 call to a tool that needs approval is refused (there is no
-// MRTR yet) and the tool never runs, even from a client that declared
-// elicitation.
+// A 2026-07-28 call to a tool that needs approval is refused when the Host
+// has no approval state sealer (Options.Session.Approvals) and the tool
+// never runs, even from a client that declared elicitation.
 func TestStatelessCallNeedingApprovalIsRefused(t *testing.T) {
 	var runs atomic.Int32
 	c := newClient(t, Options{}, gatedTool{name: "risky", runs: &runs})

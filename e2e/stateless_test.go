@@ -54,6 +54,28 @@ func sortedToolNames(t *testing.T, res map[string]any) []string {
 	return names
 }
 
+// inputRequiredState checks m is an input_required result asking for
+// approval with elicitation/create (offering "session" or not) and returns
+// its requestState.
+func inputRequiredState(t *testing.T, m map[string]any, session bool) string {
+	t.Helper()
+	res, _ := m["result"].(map[string]any)
+	reqs, _ := res["inputRequests"].(map[string]any)
+	approval, _ := reqs["approval"].(map[string]any)
+	state, _ := res["requestState"].(string)
+	form, _ := json.Marshal(approval["params"])
+	if res["resultType"] != "input_required" || approval["method"] != "elicitation/create" || state == "" ||
+		!strings.Contains(string(form), `"once"`) || strings.Contains(string(form), `"session"`) != session {
+		t.Fatalf("want input_required asking for approval (session offered: %v): %v", session, m)
+	}
+	return state
+}
+
+// mrtrRetry is the retry's params: the state and the person's decision.
+func mrtrRetry(state, decision string) string {
+	return `,"requestState":"` + state + `","inputResponses":{"approval":{"action":"accept","content":{"decision":"` + decision + `"}}}`
+}
+
 func TestStatelessRevisionOverStdio(t *testing.T) {
 	fx := newFixture(t)
 	s := startServer(t, fx.dir)
@@ -74,16 +96,47 @@ func TestStatelessRevisionOverStdio(t *testing.T) {
 		t.Fatalf("repo.readFile: %v", m)
 	}
 
-	// A call that needs approval cannot be asked without MRTR: refused,
-	// and nothing runs.
+	// A call that needs approval is asked through MRTR: input_required with
+	// the approval form and a sealed state; nothing runs until the retry
+	// approves, a tampered or replayed state runs nothing, "deny" runs
+	// nothing, and a client without elicitation gets -32021.
 	marker := filepath.Join(fx.dir, "modern-marker")
-	s.send(modernRequest("3", "tools/call", `"name":"shell.exec","arguments":{"command":["touch","modern-marker"]}`))
-	m = s.recv()
-	checkModernResult(t, "refused tools/call", m)
-	assertToolError(t, m, "2026-07-28")
-	if _, err := os.Stat(marker); !os.IsNotExist(err) {
-		t.Fatalf("the refused call ran: %v", err)
+	call := `"name":"shell.exec","arguments":{"command":["touch","modern-marker"]}`
+	noMarker := func(what string) {
+		t.Helper()
+		if _, err := os.Stat(marker); !os.IsNotExist(err) {
+			t.Fatalf("%s: the call ran: %v", what, err)
+		}
 	}
+	s.send(modernRequest("3", "tools/call", call))
+	state := inputRequiredState(t, s.recv(), true)
+	noMarker("input_required")
+	tampered := []byte(state)
+	tampered[len(tampered)/2] ^= 1
+	s.send(modernRequest("3", "tools/call", call+mrtrRetry(string(tampered), "once")))
+	assertToolError(t, s.recv(), "approval state")
+	noMarker("tampered state")
+	s.send(modernRequest("3", "tools/call", call+mrtrRetry(state, "deny")))
+	assertToolError(t, s.recv(), "shell.exec")
+	noMarker("deny")
+	s.send(modernRequest("3", "tools/call", call))
+	state = inputRequiredState(t, s.recv(), true)
+	s.send(modernRequest("3", "tools/call", call+mrtrRetry(state, "once")))
+	checkModernResult(t, "approved tools/call", s.recv())
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the approved call did not run: %v", err)
+	}
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	s.send(modernRequest("3", "tools/call", call+mrtrRetry(state, "once")))
+	assertToolError(t, s.recv(), "already used")
+	noMarker("replayed state")
+	s.send(strings.Replace(modernRequest("3", "tools/call", call), `{"elicitation":{"form":{}}}`, `{}`, 1))
+	if code, _ := errorCode(t, s.recv()); code != -32021 {
+		t.Fatalf("without elicitation: code %v", code)
+	}
+	noMarker("without elicitation")
 
 	for _, tc := range []struct {
 		line string
@@ -172,6 +225,36 @@ func TestStatelessRevisionOverHTTP(t *testing.T) {
 		map[string]string{"Mcp-Method": "tools/list", "MCP-Protocol-Version": "1900-01-01"})
 	if code, _ := errorCode(t, m); status != 400 || code != -32022 {
 		t.Fatalf("unsupported version: %d %v", status, m)
+	}
+
+	// Approval through MRTR: once and deny only over HTTP; the approved
+	// retry runs, the replay and "deny" do not, and no elicitation is 400
+	// with -32021.
+	marker := filepath.Join(fx.dir, "modern-http-marker")
+	call := `"name":"shell.exec","arguments":{"command":["touch","modern-http-marker"]}`
+	callHeaders := map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "shell.exec"}
+	_, _, m = post(modernRequest("7", "tools/call", call), callHeaders)
+	state := inputRequiredState(t, m, false)
+	_, _, m = post(modernRequest("7", "tools/call", call+mrtrRetry(state, "deny")), callHeaders)
+	assertToolError(t, m, "shell.exec")
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the denied call ran: %v", err)
+	}
+	_, _, m = post(modernRequest("7", "tools/call", call), callHeaders)
+	state = inputRequiredState(t, m, false)
+	_, _, m = post(modernRequest("7", "tools/call", call+mrtrRetry(state, "once")), callHeaders)
+	checkModernResult(t, "approved tools/call", m)
+	if err := os.Remove(marker); err != nil {
+		t.Fatalf("the approved call did not run: %v", err)
+	}
+	_, _, m = post(modernRequest("7", "tools/call", call+mrtrRetry(state, "once")), callHeaders)
+	assertToolError(t, m, "already used")
+	status, _, m = post(strings.Replace(modernRequest("7", "tools/call", call), `{"elicitation":{"form":{}}}`, `{}`, 1), callHeaders)
+	if code, _ := errorCode(t, m); status != 400 || code != -32021 {
+		t.Fatalf("without elicitation: %d %v", status, m)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("a refused call ran: %v", err)
 	}
 
 	// A handshake session on the same endpoint afterwards.

@@ -276,6 +276,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			MaxInFlight:  cfg.Limits.MaxInFlight,
 			CallTimeout:  cfg.Limits.CallTimeout,
 			Gate:         gate.Policy{Timeout: cfg.Approvals.Timeout, Trust: cfg.Approvals.Trust},
+			Approvals:    prep.approvals,
 			SpoolDir:     spoolDir,
 			Spool: spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
 				MaxStoreBytes: cfg.Output.MaxSessionSpoolBytes, MaxOutputs: cfg.Output.MaxOutputsPerSession},

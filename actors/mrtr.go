@@ -1,0 +1,217 @@
+package actors
+
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/gate"
+	"troupe/gate/approvalstate"
+	"troupe/protocol"
+	"troupe/tools"
+)
+
+// approvalInputKey names troupe's one input request in an input_required
+// result; the client's retry answers it under the same key.
+const approvalInputKey = "approval"
+
+// Outcomes of a 2026-07-28 call that asked, or whose state was refused.
+const (
+	approvalAsked    = "asked"         // input_required went out; the retry decides
+	approvalBadState = "invalid_state" // the retry's requestState or answer was refused
+)
+
+// mrtrCall is what a 2026-07-28 tools/call brings for multi round-trip
+// approvals: the sealer, who is asking (the HTTP credential or the stdio
+// connection), whether it declared elicitation, and on a retry the state
+// and answers it sent back.
+type mrtrCall struct {
+	sealer    *approvalstate.Sealer
+	caller    approvalstate.Caller
+	elicit    bool
+	state     string
+	responses map[string]json.RawMessage
+}
+
+// retry reports whether the request is the client's answer to an
+// input_required result.
+func (m *mrtrCall) retry() bool { return m.state != "" || m.responses != nil }
+
+// mrtrFor reads a 2026-07-28 tools/call's inputResponses and requestState;
+// ok is false (and the request answered with -32602) when they are not of
+// the schema's types.
+func (s *session) mrtrFor(req *jsonrpc2.Request) (*mrtrCall, bool) {
+	var p struct {
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		RequestState   *string                    `json:"requestState"`
+	}
+	if req.Params != nil {
+		if err := json.Unmarshal(*req.Params, &p); err != nil {
+			s.fail(req.ID, protocol.CodeInvalidParams,
+				"invalid params: inputResponses must be an object and requestState a string")
+			return nil, false
+		}
+	}
+	m := &mrtrCall{sealer: s.opts.Approvals, elicit: s.current.req.Caps.FormElicitation(), responses: p.InputResponses}
+	if p.RequestState != nil {
+		m.state = *p.RequestState
+	}
+	if s.httpOwner != nil {
+		m.caller = approvalstate.CredentialCaller(*s.httpOwner)
+	} else {
+		m.caller = approvalstate.ConnectionCaller(s.id)
+	}
+	return m, true
+}
+
+// askStateless is the gate's question in 2026-07-28: the first request
+// gets input_required with the approval form and a sealed requestState;
+// the retry opens the state and decides from the person's answer as the
+// handshake era's elicitation/create does. Nothing runs unless the state
+// opens for this caller and call and the answer approves.
+func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+	m := inv.call.mrtr
+	if m == nil || m.sealer == nil {
+		inv.decided(approvalUnavailable, "no approval state sealer")
+		inv.fail(ctx, &tools.Error{Kind: tools.KindPermissionDenied, Message: spec.Name + " was not run: it needs a person's " +
+			"approval, and this server cannot ask for one over protocol 2026-07-28. Connect with initialize " +
+			"(protocol 2025-11-25 or earlier) from a client that shows approval prompts."}, approvalUnavailable)
+		return
+	}
+	if !m.retry() {
+		inv.askFirst(ctx, spec, args, m)
+		return
+	}
+	refuse := func(detail string) {
+		inv.decided(approvalBadState, detail)
+		inv.fail(ctx, &tools.Error{Kind: tools.KindPermissionDenied,
+			Message: spec.Name + " was not run: " + detail + ". Call it again without requestState to be asked anew."}, approvalBadState)
+	}
+	if m.state == "" {
+		refuse("the retry has inputResponses but no requestState")
+		return
+	}
+	a, err := m.sealer.Open(m.state, approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller})
+	if err != nil {
+		refuse(err.Error())
+		return
+	}
+	raw, ok := m.responses[approvalInputKey]
+	if !ok {
+		refuse("inputResponses has no answer for " + quote(approvalInputKey))
+		return
+	}
+	var res protocol.ElicitResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		refuse("the answer for " + quote(approvalInputKey) + " is not an elicitation result")
+		return
+	}
+	if res.Action == protocol.ElicitAccept {
+		choice := choiceOnce
+		if c, ok := res.Content["decision"]; ok {
+			_ = json.Unmarshal(c, &choice) // decideFrom reports a non-string
+		}
+		if d, known := parseKnownChoice(choice); known && !a.Offer.Has(d) {
+			_, err := a.Choose(choice)
+			refuse(err.Error())
+			return
+		}
+	}
+	d := decideFrom(&res)
+	if d.session && !a.Offer.Has(approvalstate.Session) {
+		d.session, d.detail = false, "approved once (this caller is not offered more)"
+	}
+	inv.approvalDecided(ctx, d)
+}
+
+// parseKnownChoice maps a form value to its Decision.
+func parseKnownChoice(choice string) (approvalstate.Decision, bool) {
+	for _, d := range []approvalstate.Decision{approvalstate.Once, approvalstate.Session, approvalstate.Deny} {
+		if d.String() == choice {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// askFirst answers the first request: -32021 for a client that did not
+// declare elicitation, else input_required with the form and the state.
+func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.RawMessage, m *mrtrCall) {
+	if !m.elicit {
+		inv.decided(approvalUnavailable, "the request did not declare the elicitation capability")
+		inv.answerOther(ctx, protocol.NewError(protocol.CodeMissingCapability,
+			"Server requires the elicitation capability for this request: "+spec.Name+" needs a person's approval",
+			map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{}}}), approvalUnavailable)
+		return
+	}
+	offer := approvalstate.OfferFor(m.caller)
+	state, err := m.sealer.Seal(approvalstate.Request{
+		Binding: approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller}, Offer: offer})
+	if err != nil {
+		inv.logAt(slog.LevelError, "sealing an approval state", "err", err)
+		inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: "cannot ask for approval; see the server log"}, string(tools.KindInternal))
+		return
+	}
+	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
+		inv.call.version, inv.hash)
+	restrictForm(form, offer)
+	inv.decided(approvalAsked, "input_required with the choices "+offer.String())
+	inv.answerOther(ctx, map[string]any{
+		"resultType": "input_required",
+		"inputRequests": map[string]any{approvalInputKey: map[string]any{
+			"method": protocol.MethodElicitationCreate, "params": form}},
+		"requestState": state,
+	}, approvalAsked)
+}
+
+// restrictForm removes the choices offer leaves out from the form's one
+// decision field (and Codex's persist hint when "session" is not offered).
+func restrictForm(p *protocol.ElicitRequestParams, offer approvalstate.Offer) {
+	field, ok := p.RequestedSchema.Properties["decision"].(map[string]any)
+	if !ok {
+		return
+	}
+	keep := func(v string) bool { d, ok := parseKnownChoice(v); return ok && offer.Has(d) }
+	if one, ok := field["oneOf"].([]map[string]string); ok {
+		var out []map[string]string
+		for _, c := range one {
+			if keep(c["const"]) {
+				out = append(out, c)
+			}
+		}
+		field["oneOf"] = out
+	}
+	if values, ok := field["enum"].([]string); ok {
+		names, _ := field["enumNames"].([]string)
+		var vs, ns []string
+		for i, v := range values {
+			if keep(v) {
+				vs = append(vs, v)
+				if i < len(names) {
+					ns = append(ns, names[i])
+				}
+			}
+		}
+		field["enum"], field["enumNames"] = vs, ns
+	}
+	if !offer.Has(approvalstate.Session) {
+		delete(p.Meta, "persist")
+	}
+}
+
+// answerOther ends the call with an answer that is not a CallToolResult
+// (an input_required result, or a JSON-RPC error), logged and audited as
+// every call is.
+func (inv *invocation) answerOther(ctx actor.Context, other any, outcome string) {
+	if inv.done {
+		return
+	}
+	inv.done = true
+	inv.logAt(slog.LevelInfo, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
+	inv.audit(ctx, outcome)
+	ctx.Send(ctx.Parent(), &callFinished{id: inv.id, from: ctx.Self(), other: other})
+	ctx.Stop(ctx.Self())
+}
