@@ -9,7 +9,6 @@ package e2e
 // beside its own progress token, and logs each naming problem once.
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -24,47 +23,10 @@ import (
 // and opens URLs (what Codex declares).
 const bothModes = `{"elicitation":{"form":{},"url":{}}}`
 
-// startProcess runs cmd as a line-delimited JSON-RPC peer on its stdin and
-// stdout; it is stopped (stdin closed, then killed) when the test ends.
+// startProcess runs a downstream server directly as a JSON-RPC peer.
 func startProcess(t *testing.T, cmd *exec.Cmd) *stdioServer {
 	t.Helper()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stdioServer{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 256),
-		stderr: &strings.Builder{}, exited: make(chan error, 1)}
-	s.errw = &lockedWriter{b: s.stderr}
-	cmd.Stderr = s.errw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(s.lines)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			s.lines <- sc.Text()
-		}
-	}()
-	go func() { s.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		s.stdin.Close()
-		select {
-		case <-s.exited:
-		case <-time.After(10 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", filepath.Base(cmd.Path), s.stderr.String())
-		}
-	})
-	return s
+	return startPeer(t, cmd, false)
 }
 
 // initializeAs runs the handshake declaring caps (a JSON object).

@@ -41,6 +41,15 @@ func startServerWith(t *testing.T, workspace string, prep func(*exec.Cmd), extra
 	if prep != nil {
 		prep(cmd)
 	}
+	return startPeer(t, cmd, true)
+}
+
+// startPeer runs cmd as a line-delimited JSON-RPC peer on its stdin and
+// stdout. When the test ends its stdin is closed; a peer that has not
+// exited 15 s later is killed, and with mustExit that fails the test
+// (troupe must end when its input does).
+func startPeer(t *testing.T, cmd *exec.Cmd, mustExit bool) *stdioServer {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +80,13 @@ func startServerWith(t *testing.T, workspace string, prep func(*exec.Cmd), extra
 		case <-s.exited:
 		case <-time.After(15 * time.Second):
 			_ = s.cmd.Process.Kill()
-			t.Errorf("troupe did not exit after stdin closed")
+			if mustExit {
+				t.Errorf("%s did not exit after stdin closed", filepath.Base(cmd.Path))
+			}
+			<-s.exited
 		}
 		if t.Failed() {
-			t.Logf("server stderr:\n%s", s.stderr.String())
+			t.Logf("%s stderr:\n%s", filepath.Base(cmd.Path), s.stderr.String())
 		}
 	})
 	return s
