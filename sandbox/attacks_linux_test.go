@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"troupe/internal/ptytest"
 )
 
 // The attacks of issue 13, each as it was made against troupe: every one
@@ -48,24 +50,8 @@ func TestNoTerminalInjection(t *testing.T) {
 		injectIntoOwnTerminal(t)
 		return
 	}
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	defer master.Close()
-	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slavePath := "/dev/pts/" + strconv.Itoa(n)
-	slave, err := os.OpenFile(slavePath, os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slave.Close()
+	master, slave := ptytest.Open(t)
+	slavePath := slave.Name()
 	// Drain what the terminal echoes, so the child never blocks on it.
 	go func() { _, _ = bufio.NewReader(master).WriteTo(&bytes.Buffer{}) }()
 	cmd := exec.Command(testBinary(t), "-test.run=^TestNoTerminalInjection$", "-test.count=1", "-test.v")
@@ -74,7 +60,7 @@ func TestNoTerminalInjection(t *testing.T) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	cmd.WaitDelay = 5 * time.Second
-	err = cmd.Run()
+	err := cmd.Run()
 	if err != nil || !strings.Contains(out.String(), "--- PASS: TestNoTerminalInjection") {
 		t.Fatalf("with a controlling terminal: %v\n%s", err, out.String())
 	}
