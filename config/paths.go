@@ -79,11 +79,11 @@ func CheckOwnFiles(cfg *Config, w RunWritable) error {
 		errs = append(errs, places.checkConfigFile(cfg.File)...)
 	}
 	if cfg.Audit.Enabled {
-		path, what := cfg.Audit.Path, "audit.path"
-		if path == "" {
+		what := "audit.path"
+		if cfg.Audit.Path == "" {
 			what = "audit log (the default for audit.path)"
-			path, err = audit.DefaultPath()
 		}
+		path, err := cfg.AuditFile()
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -314,11 +314,7 @@ func (c *Config) OwnPaths() []string {
 		paths = append(paths, c.File)
 	}
 	if c.Audit.Enabled {
-		path := c.Audit.Path
-		if path == "" {
-			path, _ = audit.DefaultPath()
-		}
-		if path != "" {
+		if path, err := c.AuditFile(); err == nil {
 			paths = append(paths, path)
 		}
 	}
@@ -326,4 +322,14 @@ func (c *Config) OwnPaths() []string {
 		paths = append(paths, c.Output.SpoolDir)
 	}
 	return paths
+}
+
+// AuditFile is the audit log this configuration writes: audit.path, or
+// audit.DefaultPath when that is "" (whether auditing is on is for the
+// caller to ask).
+func (c *Config) AuditFile() (string, error) {
+	if c.Audit.Path != "" {
+		return c.Audit.Path, nil
+	}
+	return audit.DefaultPath()
 }

@@ -35,14 +35,12 @@ func auditCommand(args []string, stdout, stderr *os.File) int {
 		if !ok {
 			return code
 		}
-		if path = cfg.Audit.Path; path == "" {
-			p, err := audit.DefaultPath()
-			if err != nil {
-				fmt.Fprintln(stderr, "troupe: audit verify:", err)
-				return exitRuntime
-			}
-			path = p
+		p, err := cfg.AuditFile()
+		if err != nil {
+			fmt.Fprintln(stderr, "troupe: audit verify:", err)
+			return exitRuntime
 		}
+		path = p
 		if !cfg.Audit.Enabled {
 			fmt.Fprintf(stderr, "troupe: note: the audit log is off ([audit] enabled = false); checking %s anyway\n", path)
 		}

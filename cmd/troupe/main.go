@@ -666,12 +666,9 @@ func openAudit(cfg *config.Config, log *slog.Logger) (*audit.Log, error) {
 		log.Warn("the audit log is off ([audit] enabled = false)")
 		return nil, nil
 	}
-	path := cfg.Audit.Path
-	if path == "" {
-		var err error
-		if path, err = audit.DefaultPath(); err != nil {
-			return nil, err
-		}
+	path, err := cfg.AuditFile()
+	if err != nil {
+		return nil, err
 	}
 	l, err := audit.Open(path, audit.Options{})
 	if err != nil {
