@@ -55,6 +55,7 @@ type Host struct {
 	downstreams sync.Map // actor id → *Downstream, stopped at Close
 	closeOnce   sync.Once
 	closedOK    bool
+	callers     *callerStores // 2026-07-28 HTTP requests' output, per caller; removed at Close
 }
 
 // NewHost starts an actor system with the server actor at its top.
@@ -80,8 +81,11 @@ func NewHost(o Options) *Host {
 	if o.Session.Spool.Shared == nil {
 		o.Session.Spool.Shared = spool.NewBudget(o.MaxTotalSpoolBytes)
 	}
+	httpOpts := o.HTTP.withDefaults()
+	callers := newCallerStores(o.Session.SpoolDir, o.Session.Spool, httpOpts.IdleTimeout, log)
+	o.Session.callers = callers
 	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace,
-		exec: newHostDeps(secrets), http: o.HTTP.withDefaults()}
+		exec: newHostDeps(secrets), http: httpOpts}
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")
@@ -95,7 +99,7 @@ func NewHost(o Options) *Host {
 	pid := system.Root.Spawn(opts.exec.props(func() actor.Actor {
 		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}
 	}))
-	return &Host{system: system, server: pid, opts: opts, log: log}
+	return &Host{system: system, server: pid, opts: opts, log: log, callers: callers}
 }
 
 // Conn is one client connection served by a Host.
@@ -144,6 +148,7 @@ func (h *Host) Close(timeout time.Duration) bool {
 func (h *Host) close(timeout time.Duration) bool {
 	_, _ = h.system.Root.RequestFuture(h.server, &stopAll{}, timeout).Result()
 	_ = h.system.Root.StopFuture(h.server).Wait()
+	h.callers.close() // no session holds a caller's output any more
 	// Sessions are gone, so no call uses a downstream server any more.
 	h.downstreams.Range(func(_, v any) bool {
 		v.(*Downstream).Stop()

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -140,7 +141,8 @@ func (inv *invocation) start(ctx actor.Context) {
 	root := ctx.ActorSystem().Root
 	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress, ClientMeta: inv.meta,
 		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
-		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}, Overrides: inv.call.overrides}
+		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}, Overrides: inv.call.overrides,
+		Rounds: inv.call.stateless}
 	if p, ok := tools.Implements[tools.Previewer](entry.Tool); ok {
 		if inv.preview, err = p.Preview(inv.req); err != nil {
 			inv.toolFailed(ctx, err)
@@ -150,6 +152,9 @@ func (inv *invocation) start(ctx actor.Context) {
 	spec := entry.Spec()
 	inv.hash = gate.Hash(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Session: inv.call.overrides})
 	switch {
+	case inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.retry():
+		inv.retryStateless(ctx, spec, args)
+		return
 	case !spec.Safety.NeedsApproval():
 		inv.decision = approvalNotRequired
 	case inv.call.trusted != nil && *inv.call.trusted == entry.Fingerprint(), inv.call.gate.Trusts(spec):
@@ -258,7 +263,10 @@ func (inv *invocation) deadline(ctx actor.Context) {
 }
 
 func (inv *invocation) executorReturned(ctx actor.Context, msg *executorResult) {
+	var input *tools.InputRequired
 	switch {
+	case errors.As(msg.err, &input) && inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.sealer != nil:
+		inv.toolAsks(ctx, input)
 	case msg.err != nil:
 		inv.toolFailed(ctx, msg.err)
 	case msg.result == nil:

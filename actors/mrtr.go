@@ -20,8 +20,9 @@ const approvalInputKey = "approval"
 
 // Outcomes of a 2026-07-28 call that asked, or whose state was refused.
 const (
-	approvalAsked    = "asked"         // input_required went out; the retry decides
-	approvalBadState = "invalid_state" // the retry's requestState or answer was refused
+	approvalAsked     = "asked"         // input_required went out; the retry decides
+	approvalBadState  = "invalid_state" // the retry's requestState or answer was refused
+	approvalContinued = "continued"     // a tool's round, begun after the gate passed, goes on
 )
 
 // mrtrCall is what a 2026-07-28 tools/call brings for multi round-trip
@@ -31,9 +32,17 @@ const (
 type mrtrCall struct {
 	sealer    *approvalstate.Sealer
 	caller    approvalstate.Caller
-	elicit    bool
+	caps      protocol.ClientCapabilities // what this request declared
 	state     string
 	responses map[string]json.RawMessage
+}
+
+// roundPayload is what a state carries besides its binding. An approval
+// question's state carries nothing; a state that continues a tool's own
+// round (the call was approved, or needed no approval, and the tool asked
+// the client something) carries the tool's state.
+type roundPayload struct {
+	Tool []byte `json:"tool"`
 }
 
 // retry reports whether the request is the client's answer to an
@@ -55,7 +64,7 @@ func (s *session) mrtrFor(req *jsonrpc2.Request) (*mrtrCall, bool) {
 			return nil, false
 		}
 	}
-	m := &mrtrCall{sealer: s.opts.Approvals, elicit: s.current.req.Caps.FormElicitation(), responses: p.InputResponses}
+	m := &mrtrCall{sealer: s.opts.Approvals, caps: s.current.req.Caps, responses: p.InputResponses}
 	if p.RequestState != nil {
 		m.state = *p.RequestState
 	}
@@ -67,11 +76,9 @@ func (s *session) mrtrFor(req *jsonrpc2.Request) (*mrtrCall, bool) {
 	return m, true
 }
 
-// askStateless is the gate's question in 2026-07-28: the first request
-// gets input_required with the approval form and a sealed requestState;
-// the retry opens the state and decides from the person's answer as the
-// handshake era's elicitation/create does. Nothing runs unless the state
-// opens for this caller and call and the answer approves.
+// askStateless is the gate's question in 2026-07-28: input_required with
+// the approval form and a sealed requestState (askFirst); the client's
+// retry comes back through retryStateless.
 func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
 	m := inv.call.mrtr
 	if m == nil || m.sealer == nil {
@@ -81,16 +88,30 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 			"(protocol 2025-11-25 or earlier) from a client that shows approval prompts."}, approvalUnavailable)
 		return
 	}
-	if !m.retry() {
-		inv.askFirst(ctx, spec, args, m)
-		return
-	}
+	inv.askFirst(ctx, spec, args, m)
+}
+
+// retryStateless handles a 2026-07-28 retry (a tools/call with
+// requestState or inputResponses): the state must open for this caller
+// and this very call before anything else happens. A state that fails is
+// refused with -32602 and nothing runs. An approval's state decides from
+// the person's answer, as the handshake era's elicitation/create does (no
+// answer: asked again, as the spec says for missing input); a tool
+// round's state resumes the tool with the client's answers, the gate
+// having passed in the round that began it.
+func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+	m := inv.call.mrtr
 	refuse := func(detail string) {
 		inv.decided(approvalBadState, detail)
-		inv.fail(ctx, &tools.Error{Kind: tools.KindPermissionDenied,
-			Message: spec.Name + " was not run: " + detail + ". Call it again without requestState to be asked anew."}, approvalBadState)
+		inv.answerOther(ctx, protocol.NewError(protocol.CodeInvalidParams,
+			"invalid params: requestState: "+detail+"; "+spec.Name+" was not run. Call it again without requestState to be asked anew.", nil),
+			approvalBadState)
 	}
-	if m.state == "" {
+	switch {
+	case m.sealer == nil:
+		refuse("this server issues no request states")
+		return
+	case m.state == "":
 		refuse("the retry has inputResponses but no requestState")
 		return
 	}
@@ -99,9 +120,20 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 		refuse(err.Error())
 		return
 	}
+	if len(a.Payload) > 0 {
+		var p roundPayload
+		if err := json.Unmarshal(a.Payload, &p); err != nil {
+			refuse("the state's payload is malformed")
+			return
+		}
+		inv.req.Resume = &tools.Resume{Responses: m.responses, State: p.Tool}
+		inv.decided(approvalContinued, "the client answered the tool's input_required")
+		inv.run(ctx)
+		return
+	}
 	raw, ok := m.responses[approvalInputKey]
 	if !ok {
-		refuse("inputResponses has no answer for " + quote(approvalInputKey))
+		inv.askFirst(ctx, spec, args, m) // the spec: ask again for what is missing
 		return
 	}
 	var res protocol.ElicitResult
@@ -127,6 +159,60 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 	inv.approvalDecided(ctx, d)
 }
 
+// toolAsks answers a 2026-07-28 call whose tool needs the client's input
+// (*tools.InputRequired): input_required with the tool's requests and a
+// sealed state that carries the tool's own, so the retry resumes the tool
+// without asking for approval again. A request for something the client
+// did not declare is -32021, as for approvals.
+func (inv *invocation) toolAsks(ctx actor.Context, ir *tools.InputRequired) {
+	m := inv.call.mrtr
+	spec := inv.entry.Spec()
+	for key, raw := range ir.Requests {
+		var r struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(raw, &r) != nil {
+			inv.logAt(slog.LevelError, "a tool's input request is not a request object", "key", key)
+			inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: spec.Name + " asked a malformed question; see the server log"}, string(tools.KindInternal))
+			return
+		}
+		if what, ok := requiredCapability(r.Method, r.Params, m.caps); !ok {
+			inv.answerOther(ctx, protocol.NewError(protocol.CodeMissingCapability,
+				"Server requires the "+what+" for this request: "+spec.Name+" asks the client a question",
+				map[string]any{"requiredCapabilities": capabilityObject(r.Method, r.Params)}), approvalUnavailable)
+			return
+		}
+	}
+	payload, _ := json.Marshal(roundPayload{Tool: ir.State})
+	state, err := m.sealer.Seal(approvalstate.Request{
+		Binding: approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller},
+		Offer:   approvalstate.Offer(approvalstate.Once), Payload: payload})
+	if err != nil {
+		inv.logAt(slog.LevelError, "sealing a tool's input state", "err", err)
+		inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: spec.Name + " needs input that cannot be asked for; see the server log"}, string(tools.KindInternal))
+		return
+	}
+	inv.answerOther(ctx, map[string]any{"resultType": "input_required", "inputRequests": ir.Requests, "requestState": state}, approvalAsked)
+}
+
+// capabilityObject is the requiredCapabilities member of a -32021 error for
+// a request the client cannot take.
+func capabilityObject(method string, params json.RawMessage) map[string]any {
+	switch method {
+	case protocol.MethodElicitationCreate:
+		if elicitationMode(params) == "url" {
+			return map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+		}
+		return map[string]any{"elicitation": map[string]any{}}
+	case "sampling/createMessage":
+		return map[string]any{"sampling": map[string]any{}}
+	case "roots/list":
+		return map[string]any{"roots": map[string]any{}}
+	}
+	return map[string]any{}
+}
+
 // parseKnownChoice maps a form value to its Decision.
 func parseKnownChoice(choice string) (approvalstate.Decision, bool) {
 	for _, d := range []approvalstate.Decision{approvalstate.Once, approvalstate.Session, approvalstate.Deny} {
@@ -140,7 +226,7 @@ func parseKnownChoice(choice string) (approvalstate.Decision, bool) {
 // askFirst answers the first request: -32021 for a client that did not
 // declare elicitation, else input_required with the form and the state.
 func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.RawMessage, m *mrtrCall) {
-	if !m.elicit {
+	if !m.caps.FormElicitation() {
 		inv.decided(approvalUnavailable, "the request did not declare the elicitation capability")
 		inv.answerOther(ctx, protocol.NewError(protocol.CodeMissingCapability,
 			"Server requires the elicitation capability for this request: "+spec.Name+" needs a person's approval",

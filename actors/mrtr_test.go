@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"troupe/gate/approvalstate"
 	"troupe/protocol"
+	"troupe/tools"
 )
 
 // newSealer is a Sealer under a fresh key with a minute's TTL.
@@ -79,23 +82,25 @@ func TestStatelessApprovalThroughMRTROnStdio(t *testing.T) {
 	if r := c.toolResult(c.recv()); r.IsError || runs.Load() != 1 {
 		t.Fatalf("approved retry: runs=%d %+v", runs.Load(), r)
 	}
-	retryModern(c, 3, args, ir.RequestState, "once")
-	if r := c.toolResult(c.recv()); !r.IsError || !strings.Contains(errorText(r), "already used") || runs.Load() != 1 {
-		t.Fatalf("replayed state: runs=%d %+v", runs.Load(), r)
+	// A state that fails verification is invalid params: -32602.
+	refused := func(what, want string) {
+		t.Helper()
+		m := c.recv()
+		if m.Error == nil || m.Error.Code != protocol.CodeInvalidParams || !strings.Contains(m.Error.Message, want) || runs.Load() != 1 {
+			t.Fatalf("%s: want -32602 naming %q, got %s (runs=%d)", what, want, m.raw, runs.Load())
+		}
 	}
+	retryModern(c, 3, args, ir.RequestState, "once")
+	refused("replayed state", "already used")
 
 	ir = askModern(t, c, 4, args)
 	retryModern(c, 5, map[string]any{"token": "b"}, ir.RequestState, "once")
-	if r := c.toolResult(c.recv()); !r.IsError || !strings.Contains(errorText(r), "another call") || runs.Load() != 1 {
-		t.Fatalf("state for other arguments: runs=%d %+v", runs.Load(), r)
-	}
+	refused("state for other arguments", "another call")
 	ir = askModern(t, c, 6, args)
 	b := []byte(ir.RequestState)
 	b[len(b)/2] ^= 1
 	retryModern(c, 7, args, string(b), "once")
-	if r := c.toolResult(c.recv()); !r.IsError || runs.Load() != 1 {
-		t.Fatalf("tampered state: runs=%d %+v", runs.Load(), r)
-	}
+	refused("tampered state", "modified or forged")
 	retryModern(c, 8, args, ir.RequestState, "deny")
 	if r := c.toolResult(c.recv()); !r.IsError || runs.Load() != 1 {
 		t.Fatalf("denied: runs=%d %+v", runs.Load(), r)
@@ -125,5 +130,81 @@ func TestStatelessApprovalWithoutElicitationIsMissingCapability(t *testing.T) {
 	if m.Error == nil || m.Error.Code != protocol.CodeMissingCapability ||
 		!strings.Contains(string(m.Error.Data), `"requiredCapabilities":{"elicitation":{}}`) || runs.Load() != 0 {
 		t.Fatalf("want -32021, got %s (runs=%d)", m.raw, runs.Load())
+	}
+}
+
+// askingTool needs approval and asks the client one question (as a proxied
+// tool relays a downstream's): a first round returns *tools.InputRequired,
+// the retry reads the answer and the tool's own state from Resume.
+type askingTool struct{ runs *atomic.Int32 }
+
+func (a askingTool) Spec() tools.Spec {
+	return tools.Spec{Name: "asker", Description: "asks", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Safety: tools.Safety{RequiresApproval: true}}
+}
+
+func (a askingTool) Call(_ context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+	a.runs.Add(1)
+	if req.Resume == nil {
+		return nil, &tools.InputRequired{State: []byte("tool-state-1"), Requests: map[string]json.RawMessage{
+			"login": json.RawMessage(`{"method":"elicitation/create","params":{"mode":"form","message":"login?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}`)}}
+	}
+	return textResult("state " + string(req.Resume.State) + " answer " + string(req.Resume.Responses["login"])), nil
+}
+
+// A 2026-07-28 call whose tool asks the client something (after troupe's
+// own approval) answers input_required with the tool's requests; the retry
+// resumes the tool with the answer and its own state, without a second
+// approval; the continuation state opens once, and a request without
+// elicitation gets -32021. A retry without the approval's answer is asked
+// again.
+func TestStatelessToolRoundsAfterApproval(t *testing.T) {
+	var runs atomic.Int32
+	c := newClient(t, Options{Session: SessionOptions{Approvals: newSealer(t)}}, askingTool{runs: &runs})
+	call := func(id int, extra map[string]any) msg {
+		t.Helper()
+		f := map[string]any{"name": "asker", "arguments": map[string]any{}}
+		maps.Copy(f, extra)
+		c.request(id, "tools/call", modernParams(f, ""))
+		return c.recv()
+	}
+	readIR := func(m msg) inputRequired {
+		t.Helper()
+		var ir inputRequired
+		if m.Error != nil || json.Unmarshal(m.Result, &ir) != nil || ir.ResultType != "input_required" {
+			t.Fatalf("want input_required, got %s", m.raw)
+		}
+		return ir
+	}
+	approval := readIR(call(1, nil))
+	if _, ok := approval.InputRequests["approval"]; !ok || runs.Load() != 0 {
+		t.Fatalf("first round: %+v runs=%d", approval.InputRequests, runs.Load())
+	}
+	again := readIR(call(2, map[string]any{"requestState": approval.RequestState, "inputResponses": map[string]any{}}))
+	if _, ok := again.InputRequests["approval"]; !ok || runs.Load() != 0 {
+		t.Fatalf("a retry without the answer must be asked again: %+v", again.InputRequests)
+	}
+	toolRound := readIR(call(3, map[string]any{"requestState": again.RequestState, "inputResponses": map[string]any{
+		"approval": map[string]any{"action": "accept", "content": map[string]any{"decision": "once"}}}}))
+	if q, ok := toolRound.InputRequests["login"]; !ok || q.Method != "elicitation/create" || runs.Load() != 1 {
+		t.Fatalf("tool round: %+v runs=%d", toolRound.InputRequests, runs.Load())
+	}
+	answer := map[string]any{"requestState": toolRound.RequestState, "inputResponses": map[string]any{
+		"login": map[string]any{"action": "accept", "content": map[string]any{"name": "octocat"}}}}
+	m := call(4, answer)
+	if r := c.toolResult(m); r.IsError || !strings.Contains(r.Content[0].Text, "state tool-state-1 answer") ||
+		!strings.Contains(r.Content[0].Text, "octocat") || runs.Load() != 2 {
+		t.Fatalf("resumed: %s runs=%d", m.raw, runs.Load())
+	}
+	if m := call(5, answer); m.Error == nil || m.Error.Code != protocol.CodeInvalidParams || runs.Load() != 2 {
+		t.Fatalf("a continuation state opens once: %s", m.raw)
+	}
+
+	// Without elicitation the tool's question cannot be put: -32021.
+	p := modernParams(map[string]any{"name": "asker", "arguments": map[string]any{}}, "")
+	p["_meta"].(map[string]any)[protocol.MetaClientCapabilities] = map[string]any{"sampling": map[string]any{}}
+	c.request(6, "tools/call", p)
+	if m := c.recv(); m.Error == nil || m.Error.Code != protocol.CodeMissingCapability {
+		t.Fatalf("want -32021, got %s", m.raw)
 	}
 }

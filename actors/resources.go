@@ -14,15 +14,22 @@ import (
 
 // The session serves its calls' spooled output as resources: the
 // resource_link blocks of a result point here. Only the session that ran a
-// call can read its output, and only while the session lives.
+// call can read its output, and only while the session lives; over HTTP,
+// a 2026-07-28 call's output is its caller's (stateless_store.go): the
+// requests made with the same credential read it until it has been unused
+// for http.session_idle_timeout.
 
 func (s *session) listResources(ctx actor.Context, req *jsonrpc2.Request) {
 	res := protocol.ListResourcesResult{Resources: []protocol.Resource{}}
-	if s.store != nil {
-		for _, r := range s.store.List() {
+	if store := s.outputStore(false); store != nil {
+		desc := "Output of a tool call in this session."
+		if s.storeShared {
+			desc = "Output of a tool call made with this credential."
+		}
+		for _, r := range store.List() {
 			size := r.Size
 			res.Resources = append(res.Resources, protocol.Resource{URI: r.URI, Name: r.Name,
-				Description: "Output of a tool call in this session.", MimeType: "text/plain", Size: &size})
+				Description: desc, MimeType: "text/plain", Size: &size})
 		}
 	}
 	s.reply(req.ID, res)
@@ -47,11 +54,12 @@ func (s *session) readResource(ctx actor.Context, req *jsonrpc2.Request) {
 		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: uri is required")
 		return
 	}
-	if s.store == nil {
+	store := s.outputStore(false)
+	if store == nil {
 		s.failNotFound(req.ID, p.URI)
 		return
 	}
-	ch, err := s.store.Read(p.URI)
+	ch, err := store.Read(p.URI)
 	switch {
 	case errors.Is(err, spool.ErrNotFound) || errors.Is(err, spool.ErrClosed):
 		s.failNotFound(req.ID, p.URI)
@@ -74,15 +82,21 @@ func (s *session) readResource(ctx actor.Context, req *jsonrpc2.Request) {
 
 func (s *session) failNotFound(id jsonrpc2.ID, uri string) {
 	msg := "resource not found: " + uri
-	if strings.HasPrefix(uri, spool.URIPrefix) {
-		msg += " (output is kept only by the session that ran the call, while it lives)"
-	}
+	output := strings.HasPrefix(uri, spool.URIPrefix)
 	if s.current != nil {
 		// 2026-07-28 retired -32002 for -32602. Its calls' output lives in
-		// the session that served them: the stdio process's, or over HTTP
-		// a session that ends with its one request.
-		s.fail(id, protocol.CodeInvalidParams, msg+" (a 2026-07-28 call's output is kept by the stdio process that ran it; over HTTP, not after the call's answer)")
+		// the stdio process that ran them, or over HTTP in its caller's
+		// store. The text is the same whether the output exists for
+		// another caller or not at all.
+		if output {
+			msg += " (a 2026-07-28 call's output is kept by the stdio process that ran it; over HTTP, " +
+				"for requests with the same credential until it has been unused for a while)"
+		}
+		s.fail(id, protocol.CodeInvalidParams, msg)
 		return
+	}
+	if output {
+		msg += " (output is kept only by the session that ran the call, while it lives)"
 	}
 	s.fail(id, protocol.CodeResourceNotFound, msg)
 }

@@ -56,6 +56,10 @@ type SessionOptions struct {
 	// Overrides is what a client may set for its own session (working
 	// directory, environment) in initialize's _meta; nothing by default.
 	Overrides OverridePolicy
+
+	// callers keeps the output of 2026-07-28 HTTP requests per caller
+	// (stateless_store.go); set by NewHost.
+	callers *callerStores
 }
 
 func (o SessionOptions) withDefaults() SessionOptions {
@@ -181,7 +185,8 @@ type session struct {
 	root        *actor.RootContext              // for sends outside Receive (HandleFailure, timers)
 	parent      *actor.PID                      // the connection: writes what the session sends
 	trusted     map[string][32]byte             // tools a person trusted for this session, by fingerprint
-	store       *spool.Store                    // calls' full output; made on first call
+	store       *spool.Store                    // calls' full output; made on first call (outputStore)
+	storeShared bool                            // store is the HTTP caller's, not the session's (stateless_store.go)
 	overrides   *tools.Overrides                // the cwd and env this session set for itself; nil: none
 	current     *modernCall                     // the 2026-07-28 request being dispatched (stateless.go); nil else
 	subs        map[jsonrpc2.ID]subscription    // open 2026-07-28 subscriptions/listen requests, by id
@@ -258,11 +263,7 @@ func (s *session) Receive(ctx actor.Context) {
 			s.timer.Stop()
 		}
 		s.failClientRequests(nil, "the session ended")
-		if s.store != nil {
-			if err := s.store.Close(); err != nil {
-				s.log.Warn("removing spooled output", "err", err)
-			}
-		}
+		s.dropStore()
 	case *actor.Stopped:
 		s.log.Debug("session ended")
 	}
@@ -487,9 +488,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	if p.Meta != nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
 		call.token = p.Meta.ProgressToken
 	}
-	if s.store == nil {
-		s.store = spool.NewStore(s.opts.SpoolDir, s.opts.Spool)
-	}
+	s.outputStore(true)
 	inv := &invocation{
 		id: req.ID, tool: p.Name, args: p.Arguments,
 		registry: s.registry, timeout: s.opts.CallTimeout,

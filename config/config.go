@@ -118,6 +118,8 @@ type HTTP struct {
 	AllowedOrigins             []string      `koanf:"allowed_origins"`
 	AllowUnauthenticatedRemote bool          `koanf:"allow_unauthenticated_remote"`
 	MaxSessions                int           `koanf:"max_sessions"`
+	MaxStatelessRequests       int           `koanf:"max_stateless_requests"`
+	MaxSubscriptions           int           `koanf:"max_subscriptions"`
 	MaxBodyBytes               int           `koanf:"max_body_bytes"`
 	SessionIdleTimeout         time.Duration `koanf:"session_idle_timeout"`
 	ReadHeaderTimeout          time.Duration `koanf:"read_header_timeout"`
@@ -285,6 +287,11 @@ type McpServer struct {
 	// ToolPrefix names the server's tools "<prefix><separator><tool>";
 	// nil means the server's name, "" means no prefix at all.
 	ToolPrefix *string `koanf:"tool_prefix"`
+	// Era is which protocol revisions troupe speaks to the server: "auto"
+	// (the default: probe with server/discover, use 2026-07-28 when the
+	// server speaks it, else initialize), "legacy" (initialize only, for
+	// a server that misbehaves on the probe) or "modern" (2026-07-28 only).
+	Era string `koanf:"era"`
 }
 
 // Options say where configuration comes from. The zero value reads the

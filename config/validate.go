@@ -90,6 +90,10 @@ func (c *Config) validateHTTP() error {
 		return errKey(p("http", "path"), "http.path must start with / and not be /healthz, got %q", h.Path)
 	case h.MaxSessions < 1:
 		return errKey(p("http", "max_sessions"), "http.max_sessions must be at least 1, got %d", h.MaxSessions)
+	case h.MaxStatelessRequests < 1:
+		return errKey(p("http", "max_stateless_requests"), "http.max_stateless_requests must be at least 1, got %d", h.MaxStatelessRequests)
+	case h.MaxSubscriptions < 1:
+		return errKey(p("http", "max_subscriptions"), "http.max_subscriptions must be at least 1, got %d", h.MaxSubscriptions)
 	case h.MaxBodyBytes < 1024:
 		return errKey(p("http", "max_body_bytes"), "http.max_body_bytes must be at least 1024, got %d", h.MaxBodyBytes)
 	case h.StreamBufferEvents < 1:
@@ -255,6 +259,11 @@ func (s McpServer) validate(name string) error {
 	case "", "default", "seatbelt", "none":
 	default:
 		return errKey(key("sandbox_profile"), "mcp_servers.%q.sandbox_profile must be default, seatbelt or none, got %q", name, s.SandboxProfile)
+	}
+	switch s.Era {
+	case "", "auto", "legacy", "modern":
+	default:
+		return errKey(key("era"), "mcp_servers.%q.era must be auto, legacy or modern, got %q", name, s.Era)
 	}
 	if s.ToolPrefix != nil && strings.IndexFunc(*s.ToolPrefix, badNameRune) >= 0 {
 		return errKey(key("tool_prefix"), "mcp_servers.%q.tool_prefix: %q has characters tool names cannot have", name, *s.ToolPrefix)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -114,7 +115,7 @@ func TestStatelessRevisionOverStdio(t *testing.T) {
 	tampered := []byte(state)
 	tampered[len(tampered)/2] ^= 1
 	s.send(modernRequest("3", "tools/call", call+mrtrRetry(string(tampered), "once")))
-	assertToolError(t, s.recv(), "approval state")
+	assertStateRefused(t, s.recv(), "modified or forged")
 	noMarker("tampered state")
 	s.send(modernRequest("3", "tools/call", call+mrtrRetry(state, "deny")))
 	assertToolError(t, s.recv(), "shell.exec")
@@ -130,7 +131,7 @@ func TestStatelessRevisionOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.send(modernRequest("3", "tools/call", call+mrtrRetry(state, "once")))
-	assertToolError(t, s.recv(), "already used")
+	assertStateRefused(t, s.recv(), "already used")
 	noMarker("replayed state")
 	s.send(strings.Replace(modernRequest("3", "tools/call", call), `{"elicitation":{"form":{}}}`, `{}`, 1))
 	if code, _ := errorCode(t, s.recv()); code != -32021 {
@@ -248,7 +249,7 @@ func TestStatelessRevisionOverHTTP(t *testing.T) {
 		t.Fatalf("the approved call did not run: %v", err)
 	}
 	_, _, m = post(modernRequest("7", "tools/call", call+mrtrRetry(state, "once")), callHeaders)
-	assertToolError(t, m, "already used")
+	assertStateRefused(t, m, "already used")
 	status, _, m = post(strings.Replace(modernRequest("7", "tools/call", call), `{"elicitation":{"form":{}}}`, `{}`, 1), callHeaders)
 	if code, _ := errorCode(t, m); status != 400 || code != -32021 {
 		t.Fatalf("without elicitation: %d %v", status, m)
@@ -261,5 +262,14 @@ func TestStatelessRevisionOverHTTP(t *testing.T) {
 	resp, body := postInitialize(t, srv, "")
 	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize after modern requests: %d %s", resp.StatusCode, body)
+	}
+}
+
+// assertStateRefused checks a retry whose requestState failed verification
+// was refused as invalid params (-32602) naming why.
+func assertStateRefused(t *testing.T, m map[string]any, why string) {
+	t.Helper()
+	if code, _ := errorCode(t, m); code != -32602 || !strings.Contains(fmt.Sprint(m["error"]), why) {
+		t.Fatalf("want -32602 naming %q, got %v", why, m)
 	}
 }

@@ -57,8 +57,19 @@ type Options struct {
 	// defence against DNS rebinding when listening on loopback.
 	CheckHost bool
 	// MaxSessions bounds concurrent sessions (default 10000); over it,
-	// initialize gets 503 with Retry-After.
+	// initialize gets 503 with Retry-After. Only the handshake revisions'
+	// sessions count: 2026-07-28 requests have bounds of their own.
 	MaxSessions int
+	// MaxStatelessRequests bounds the 2026-07-28 requests served at once
+	// (default 1024), apart from subscriptions/listen; over it, 503 with
+	// Retry-After. A bound of their own, so that neither era's traffic can
+	// lock the other's clients out.
+	MaxStatelessRequests int
+	// MaxSubscriptions bounds the open subscriptions/listen streams
+	// (default 256); over it, 503 with Retry-After. A stream stays open as
+	// long as its client wants, so it counts here and not among the
+	// requests in flight.
+	MaxSubscriptions int
 	// MaxBodyBytes bounds a POST body (default 4 MiB); over it, 413.
 	MaxBodyBytes int64
 	// KeepAlive is the interval of SSE comments on idle streams (default 25 s).
@@ -76,6 +87,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 10000
+	}
+	if o.MaxStatelessRequests <= 0 {
+		o.MaxStatelessRequests = 1024
+	}
+	if o.MaxSubscriptions <= 0 {
+		o.MaxSubscriptions = 256
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 4 << 20
@@ -102,8 +119,12 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*actors.HTTPSession
-	closing  atomic.Bool
-	denials  denialLog
+	// stateless and listening count the 2026-07-28 requests whose
+	// (hidden) session has not ended yet: subscriptions/listen in
+	// listening, the others in stateless (guarded by mu).
+	stateless, listening int
+	closing              atomic.Bool
+	denials              denialLog
 }
 
 // New returns a Handler serving sessions on host.
@@ -238,19 +259,14 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte
 
 // newSession starts a session for an initialize request.
 func (h *Handler) newSession(w http.ResponseWriter, owner [32]byte) (*actors.HTTPSession, bool) {
-	if h.closing.Load() {
-		w.Header().Set("Retry-After", "5")
-		h.refuse(w, http.StatusServiceUnavailable, "server is shutting down")
+	if h.shuttingDown(w) {
 		return nil, false
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	id := hex.EncodeToString(b[:])
+	id := newSessionID()
 	h.mu.Lock()
 	if len(h.sessions) >= h.opts.MaxSessions {
 		h.mu.Unlock()
-		w.Header().Set("Retry-After", "10")
-		h.refuse(w, http.StatusServiceUnavailable, "too many sessions (limit "+strconv.Itoa(h.opts.MaxSessions)+")")
+		h.overLimit(w, "sessions", "http.max_sessions", h.opts.MaxSessions)
 		return nil, false
 	}
 	h.sessions[id] = nil // reserve the slot while the actors start
@@ -272,6 +288,34 @@ func (h *Handler) newSession(w http.ResponseWriter, owner [32]byte) (*actors.HTT
 	h.sessions[id] = s
 	h.mu.Unlock()
 	return s, true
+}
+
+// shuttingDown refuses a request that would start a session once
+// shutdown has begun (503 with Retry-After), and reports whether it did.
+func (h *Handler) shuttingDown(w http.ResponseWriter) bool {
+	if !h.closing.Load() {
+		return false
+	}
+	w.Header().Set("Retry-After", "5")
+	h.refuse(w, http.StatusServiceUnavailable, "server is shutting down")
+	return true
+}
+
+// overLimit refuses a request over one of the front's bounds: 503 with
+// Retry-After, and a JSON-RPC error naming the limit and the setting that
+// raises it. Every bound (sessions, stateless requests, subscriptions)
+// answers through here, so clients see one shape.
+func (h *Handler) overLimit(w http.ResponseWriter, what, key string, limit int) {
+	w.Header().Set("Retry-After", "10")
+	h.refuse(w, http.StatusServiceUnavailable, "too many "+what+" (limit "+strconv.Itoa(limit)+", "+key+")")
+}
+
+// newSessionID makes an unguessable session id (also for the hidden
+// session of a 2026-07-28 request, which names it in logs only).
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, owner [32]byte) {

@@ -216,6 +216,13 @@ func (r *rig) deleteSession(id string) {
 	}
 }
 
+// idle reports whether no session and no 2026-07-28 request or
+// subscription holds a slot.
+func (h *Handler) idle() bool {
+	n, subs := h.statelessInFlight()
+	return h.Sessions() == 0 && n == 0 && subs == 0
+}
+
 // session is the actors' handle on a live session (nil when unknown).
 func (r *rig) session(id string) *actors.HTTPSession {
 	r.h.mu.Lock()

@@ -72,10 +72,15 @@ func TestModernApprovalThroughMRTR(t *testing.T) {
 		}
 		return ir.RequestState
 	}
+	// retry reports whether the retry was refused: a tool error (a
+	// person's "deny") or, for a state that fails verification, -32602.
 	retry := func(id int, args, state, decision string) (bool, []byte) {
 		t.Helper()
 		extra := fmt.Sprintf(`,"requestState":%q,"inputResponses":{"approval":{"action":"accept","content":{"decision":%q}}}`, state, decision)
 		status, m, b := postRisky(t, r, id, args, extra, elicitMeta())
+		if m.Error != nil && m.Error.Code == protocol.CodeInvalidParams {
+			return true, b
+		}
 		if status != http.StatusOK || m.Error != nil {
 			t.Fatalf("retry: %d %s", status, b)
 		}

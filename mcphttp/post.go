@@ -66,6 +66,14 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		return
 	}
 
+	if r.Header.Get("Mcp-Session-Id") != "" {
+		for _, m := range msgs {
+			if modernByBody(m) {
+				h.refuseSessionID(w, m) // 2026-07-28 has no sessions (stateless.go)
+				return
+			}
+		}
+	}
 	if !batch && r.Header.Get("Mcp-Session-Id") == "" && isModern(r, msgs[0]) {
 		h.postModern(w, r, owner, msgs[0], acceptJSON, acceptSSE) // 2026-07-28: no session (stateless.go)
 		return

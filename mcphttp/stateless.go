@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -24,6 +25,49 @@ func isModern(r *http.Request, m message) bool {
 	}
 	return protocol.IsModern(m.req.Method, m.req.Params) ||
 		protocol.Version(r.Header.Get("Mcp-Protocol-Version")).IsStateless()
+}
+
+// modernByBody reports whether a message belongs to the stateless revision
+// by its body alone: server/discover, or a _meta protocol version that is
+// not one of the handshake revisions (those have sessions).
+func modernByBody(m message) bool {
+	if m.req == nil || m.req.Method == protocol.MethodInitialize || !protocol.IsModern(m.req.Method, m.req.Params) {
+		return false
+	}
+	if m.req.Method == protocol.MethodServerDiscover {
+		return true
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	var v string
+	if m.req.Params != nil && json.Unmarshal(*m.req.Params, &p) == nil {
+		_ = json.Unmarshal(p.Meta[protocol.MetaProtocolVersion], &v)
+	}
+	return !protocol.Version(v).HasHandshake()
+}
+
+// refuseSessionID answers a 2026-07-28 request that came with an
+// Mcp-Session-Id: 400 with -32600 (Invalid Request). Served in that
+// session it would skip this era's header checks and run with the
+// session's state; served without it, the client would believe its
+// session carried it. The answer mints and echoes no session id, as the
+// transport asks of a modern server.
+func (h *Handler) refuseSessionID(w http.ResponseWriter, m message) {
+	var id *jsonrpc2.ID
+	if !m.req.Notif {
+		id = &m.req.ID
+	}
+	const msg = "Invalid Request: a 2026-07-28 request carries no Mcp-Session-Id " +
+		"(sessions belong to the initialize-based revisions): send it without the header"
+	h.log.Debug("2026-07-28 request refused", "status", http.StatusBadRequest, "reason", "Mcp-Session-Id")
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": protocol.NewError(protocol.CodeInvalidRequest, msg, nil)})
+	if err != nil {
+		h.refuse(w, http.StatusInternalServerError, "cannot encode the error")
+		return
+	}
+	writeJSON(w, http.StatusBadRequest, body)
 }
 
 // postModern serves one 2026-07-28 request. There is no session in that
@@ -58,7 +102,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		h.refuse(w, http.StatusNotAcceptable, "subscriptions/listen answers with an event stream: Accept must include text/event-stream")
 		return
 	}
-	s, ok := h.newSession(w, owner)
+	s, ok := h.statelessSession(w, owner, m.req.Method == protocol.MethodSubscriptionsListen)
 	if !ok {
 		return
 	}
@@ -95,6 +139,54 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		return
 	}
 	h.streamEvents(w, r, s, st, events, done)
+}
+
+// statelessSession starts the hidden session that serves one 2026-07-28
+// request. It is no session in the protocol's sense, so it takes no slot
+// of http.max_sessions: it holds one of http.max_stateless_requests, or for
+// subscriptions/listen (open as long as the client wants) one of
+// http.max_subscriptions, from now until the session has ended. Over its
+// bound the request gets the same 503 as an initialize over max_sessions.
+func (h *Handler) statelessSession(w http.ResponseWriter, owner [32]byte, listen bool) (*actors.HTTPSession, bool) {
+	if h.shuttingDown(w) {
+		return nil, false
+	}
+	count, limit, what, key := &h.stateless, h.opts.MaxStatelessRequests, "2026-07-28 requests in flight", "http.max_stateless_requests"
+	if listen {
+		count, limit, what, key = &h.listening, h.opts.MaxSubscriptions, "open subscriptions", "http.max_subscriptions"
+	}
+	h.mu.Lock()
+	if *count >= limit {
+		h.mu.Unlock()
+		h.overLimit(w, what, key, limit)
+		return nil, false
+	}
+	*count++
+	h.mu.Unlock()
+	var once sync.Once
+	release := func() {
+		once.Do(func() { // the session's end, or its failure to start: whichever comes
+			h.mu.Lock()
+			*count--
+			h.mu.Unlock()
+		})
+	}
+	s, err := h.host.StartHTTPSession(newSessionID(), owner, release)
+	if err != nil {
+		release()
+		h.log.Error("starting a 2026-07-28 request's session", "err", err)
+		h.refuse(w, http.StatusServiceUnavailable, "cannot start serving the request")
+		return nil, false
+	}
+	return s, true
+}
+
+// statelessInFlight is how many 2026-07-28 requests and subscriptions hold
+// a slot now.
+func (h *Handler) statelessInFlight() (requests, subscriptions int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stateless, h.listening
 }
 
 // modernStatus is the HTTP status of a stateless answer: 400 for the

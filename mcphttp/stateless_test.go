@@ -94,9 +94,7 @@ func TestModernRequestsWithoutSession(t *testing.T) {
 	if resp.StatusCode != 200 || decode(t, body).Error != nil {
 		t.Fatalf("tools/call with an encoded Mcp-Name: %d %s", resp.StatusCode, body)
 	}
-	if n := r.h.Sessions(); n != 0 {
-		waitFor(t, 5*time.Second, "the requests' sessions to end", func() bool { return r.h.Sessions() == 0 })
-	}
+	waitFor(t, 5*time.Second, "the requests' sessions to end", r.h.idle)
 
 	// A legacy session works on the same endpoint afterwards.
 	id := r.initialize("2025-11-25")
@@ -210,8 +208,8 @@ func TestModernRequestErrors(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Mcp-Session-Id") {
 		t.Fatalf("legacy request without session: %d %s", resp.StatusCode, body)
 	}
-	if n := r.h.Sessions(); n != 0 {
-		t.Fatalf("refused requests left %d sessions", n)
+	if n, _ := r.h.statelessInFlight(); n != 0 || r.h.Sessions() != 0 {
+		t.Fatalf("refused requests left %d sessions, %d stateless requests", r.h.Sessions(), n)
 	}
 }
 
@@ -240,7 +238,7 @@ func TestModernClosedStreamCancelsCall(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("closing the response stream did not cancel the call")
 	}
-	waitFor(t, 5*time.Second, "the request's session to end", func() bool { return r.h.Sessions() == 0 })
+	waitFor(t, 5*time.Second, "the request's session to end", r.h.idle)
 }
 
 // subscriptions/listen over HTTP: an SSE stream of its own, acknowledged
@@ -287,7 +285,7 @@ func TestModernSubscriptionsListen(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	waitFor(t, 5*time.Second, "the subscription's session to end", func() bool { return r.h.Sessions() == 0 })
+	waitFor(t, 5*time.Second, "the subscription's session to end", r.h.idle)
 
 	// Without text/event-stream in Accept a subscription cannot be served.
 	resp2, b := r.post("", body, append(modernHeaders("subscriptions/listen", ""), "Accept", acceptJSON)...)
@@ -328,9 +326,10 @@ func FuzzModernPost(f *testing.F) {
 		if id := w.Header().Get("Mcp-Session-Id"); id != "" {
 			z.end(t, id) // the body was an initialize: the handshake era's
 		}
-		for end := time.Now().Add(2 * time.Second); z.h.Sessions() > 0; time.Sleep(time.Millisecond) {
+		for end := time.Now().Add(2 * time.Second); !z.h.idle(); time.Sleep(time.Millisecond) {
 			if time.Now().After(end) {
-				t.Fatalf("%d sessions left after a stateless request", z.h.Sessions())
+				n, subs := z.h.statelessInFlight()
+				t.Fatalf("%d sessions, %d requests, %d subscriptions left after a stateless request", z.h.Sessions(), n, subs)
 			}
 		}
 		w = z.serve("POST", "", []byte(modernBody(1, "tools/list", "")),

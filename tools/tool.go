@@ -88,6 +88,38 @@ type Request struct {
 	// mask them, and their own secret-named env values, in output. nil
 	// masks nothing.
 	Secrets *redact.Redactor
+	// Rounds is set when the client cannot be asked while the call runs
+	// (protocol 2026-07-28 has no server-to-client requests): a tool that
+	// needs the client's input returns *InputRequired, and the client
+	// answers in a retry of the call, which brings Resume.
+	Rounds bool
+	// Resume is the client's answer to the *InputRequired this call
+	// returned in an earlier round; nil for a first call.
+	Resume *Resume
+}
+
+// InputRequired is a tool's error when it needs answers from a client that
+// answers in rounds (Request.Rounds): troupe answers the call with
+// resultType "input_required" carrying Requests, seals State (with the
+// call's binding, so nobody else can present it) into the requestState,
+// and gives both back to the tool in Request.Resume when the client
+// retries.
+type InputRequired struct {
+	// Requests are the questions by key, each {"method": …, "params": …}
+	// (elicitation/create, roots/list or sampling/createMessage).
+	Requests map[string]json.RawMessage
+	// State is the tool's own, at most a few KiB: what it needs to go on.
+	State []byte
+}
+
+// Error implements error.
+func (e *InputRequired) Error() string { return "the call needs answers from the client" }
+
+// Resume is a client's answer to an InputRequired: its inputResponses, by
+// the keys of the requests, and the tool's State.
+type Resume struct {
+	Responses map[string]json.RawMessage
+	State     []byte
 }
 
 // Preview is what a call will do, as far as an approval prompt, the

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"troupe/protocol"
 )
@@ -70,8 +72,19 @@ type Config struct {
 	// never appears in errors or logs.
 	BearerToken string
 
-	// ClientInfo is how troupe introduces itself in initialize.
+	// ClientInfo is how troupe introduces itself (initialize, or every
+	// request's _meta to a modern server).
 	ClientInfo protocol.Implementation
+	// Era says which revisions to use: EraAuto (the zero value) probes
+	// with server/discover and falls back to initialize; ForceLegacy skips
+	// the probe (a server that misbehaves on it); ForceModern refuses a
+	// server that does not speak 2026-07-28.
+	Era EraChoice
+	// ParkTimeout is how long a legacy server's call that asked a question
+	// waits for the answer of a client that answers in rounds (see
+	// Observer.Rounds); DefaultParkTimeout when zero. troupe passes
+	// approvals.timeout, the life of the state that names the call.
+	ParkTimeout time.Duration
 	// Logger receives the client's logs (the child's stderr lines at debug,
 	// with the server's name); nil discards them.
 	Logger *slog.Logger
@@ -110,6 +123,16 @@ type Observer struct {
 	// is matched by the elicitationId of an elicitation Elicit answered
 	// during the call, and called like Progress.
 	ElicitationComplete func(params json.RawMessage)
+
+	// Rounds says the caller's client answers questions in later requests
+	// (the 2026-07-28 revision's multi round-trip requests) instead of
+	// while the call runs: questions end CallTool with *InputRequired
+	// instead of reaching Elicit. A modern server's input_required result
+	// is returned as it is; a legacy server's elicitation parks the call.
+	Rounds bool
+	// Resume continues a call that returned *InputRequired, with the
+	// client's answers; nil for a new call.
+	Resume *Resume
 }
 
 // transport is one way of exchanging JSON-RPC messages with the server.
@@ -145,6 +168,12 @@ type Client struct {
 
 	info    protocol.Implementation
 	version protocol.Version
+	// era is the server's kind, found by Dial; modern servers get troupe's
+	// _meta in every request and no session.
+	era         Era
+	clientInfo  protocol.Implementation
+	toolsChange bool // a modern server announced tools list changes
+	parkTimeout time.Duration
 
 	nextID atomic.Int64
 
@@ -158,6 +187,7 @@ type Client struct {
 	stopping bool                          // Close has begun: spawn starts nothing more
 	flights  map[string]*flight            // CallTools in flight, by progress token
 	requests map[string]context.CancelFunc // server→client requests being answered, by id
+	parked   map[string]*parkedEntry       // calls waiting for their clients' answers, by id
 	err      error                         // why the connection ended
 	done     chan struct{}                 // closed with err set
 
@@ -172,20 +202,26 @@ func newClient(cfg Config, h Handlers) *Client {
 	}
 	life, end := context.WithCancel(context.Background())
 	return &Client{
-		name:     cfg.Name,
-		log:      log.With("server", cfg.Name),
-		h:        h,
-		life:     life,
-		endLife:  end,
-		flights:  map[string]*flight{},
-		requests: map[string]context.CancelFunc{},
-		done:     make(chan struct{}),
+		name:        cfg.Name,
+		log:         log.With("server", cfg.Name),
+		h:           h,
+		life:        life,
+		endLife:     end,
+		flights:     map[string]*flight{},
+		requests:    map[string]context.CancelFunc{},
+		parked:      map[string]*parkedEntry{},
+		done:        make(chan struct{}),
+		clientInfo:  cfg.ClientInfo,
+		parkTimeout: cmp.Or(cfg.ParkTimeout, DefaultParkTimeout),
 	}
 }
 
-// Dial connects to the server (spawns the process, or POSTs initialize),
-// performs the MCP handshake and returns the ready Client. It offers
-// protocol.Latest and accepts any revision troupe supports; it declares
+// Dial connects to the server (spawns the process, or POSTs), finds its
+// era and returns the ready Client. It probes with server/discover (see
+// Client.discover): a server that speaks 2026-07-28 is used statelessly,
+// with troupe's version, identity and capabilities in every request's
+// _meta; any other gets the initialize handshake, which offers
+// protocol.Latest and accepts any handshake revision troupe supports. It declares
 // the elicitation capability in form and URL mode, since troupe relays
 // elicitation to its own client (which declines what its client cannot
 // show). Servers register some tools only for clients that can be asked
@@ -209,15 +245,31 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 		c.endLife()
 		return nil, fmt.Errorf("upstream %q: %w", c.name, err)
 	}
-	if err := c.initialize(ctx, cfg.ClientInfo); err != nil {
+	err = errLegacy
+	if cfg.Era != ForceLegacy {
+		err = c.discover(ctx)
+	}
+	switch {
+	case errors.Is(err, errLegacy) && cfg.Era == ForceModern:
+		err = errors.New("the server does not speak protocol 2026-07-28 (era = \"modern\" is configured)")
+	case errors.Is(err, errLegacy):
+		err = c.initialize(ctx, cfg.ClientInfo)
+	}
+	if err != nil {
 		c.lost(err)
 		c.stop(true)
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		}
-		return nil, fmt.Errorf("upstream %q: initialize: %w", c.name, err)
+		return nil, fmt.Errorf("upstream %q: connecting: %w", c.name, err)
 	}
-	c.t.ready()
+	if c.era == EraModern {
+		if c.toolsChange && h.ToolsChanged != nil {
+			c.spawn(c.listen)
+		}
+	} else {
+		c.t.ready()
+	}
 	return c, nil
 }
 
@@ -236,7 +288,7 @@ func (c *Client) initialize(ctx context.Context, info protocol.Implementation) e
 	}{protocol.Latest, json.RawMessage(declaredCapabilities), info})
 	raw, err := c.request(ctx, protocol.MethodInitialize, params, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("initialize: %w", err)
 	}
 	var res struct {
 		ProtocolVersion string                  `json:"protocolVersion"`
@@ -319,9 +371,36 @@ func (c *Client) ListTools(ctx context.Context) ([]json.RawMessage, error) {
 // connection is lost, CallTool returns at once with an error wrapping
 // ErrClosed.
 func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage, obs Observer) (json.RawMessage, error) {
+	var server *roundState
+	if r := obs.Resume; r != nil {
+		var st roundState
+		if err := json.Unmarshal([]byte(r.State), &st); err != nil {
+			return nil, fmt.Errorf("upstream %q: tools/call %s: the round's state is malformed", c.name, name)
+		}
+		if st.Park != "" {
+			return c.resumeParked(ctx, st.Park, r, obs)
+		}
+		server = &st
+	}
+	if obs.Rounds && c.era == EraLegacy {
+		return c.callParkable(ctx, name, args, obs)
+	}
+	return c.callRounds(ctx, name, args, obs, obs.Resume, server)
+}
+
+// callOnce sends one tools/call (with a round's answers and the server's
+// state, when it continues one) and waits for its answer.
+func (c *Client) callOnce(ctx context.Context, name string, args json.RawMessage, obs Observer, round *Resume, server *roundState) (json.RawMessage, error) {
 	f := c.startFlight(obs)
 	defer c.endFlight(f)
-	params, err := callParams(name, args, f.token, callMeta(ctx))
+	extra := map[string]json.RawMessage{}
+	if c.era == EraModern {
+		maps.Copy(extra, c.modernMeta())
+	}
+	params, err := callParams(name, args, f.token, callMeta(ctx), extra)
+	if err == nil && round != nil {
+		params, err = withRound(params, round, server)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("upstream %q: tools/call %s: %w", c.name, name, err)
 	}
@@ -332,11 +411,30 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 	return res, nil
 }
 
+// withRound appends a retry's inputResponses and requestState to tools/call
+// params (the server's state only when it sent one).
+func withRound(params json.RawMessage, round *Resume, server *roundState) (json.RawMessage, error) {
+	responses, err := json.Marshal(round.Responses)
+	if err != nil {
+		return nil, err
+	}
+	b := append(bytes.TrimSuffix(params, []byte("}")), `,"inputResponses":`...)
+	b = append(b, responses...)
+	if server != nil && server.HasServer {
+		st, _ := json.Marshal(server.Server)
+		b = append(append(b, `,"requestState":`...), st...)
+	}
+	return append(b, '}'), nil
+}
+
 // callParams renders tools/call params by hand, so args are not decoded
 // and re-encoded. meta (a JSON object, or nil) is the caller's own _meta:
 // its members follow troupe's progress token, compacted and in name order,
-// and its own progressToken is left out.
-func callParams(name string, args json.RawMessage, token string, meta json.RawMessage) (json.RawMessage, error) {
+// and its own progressToken is left out, as are the members that describe
+// the caller's own hop (hopMeta). extra are troupe's own members (a modern
+// server's protocol version, client info and capabilities), over the
+// caller's.
+func callParams(name string, args json.RawMessage, token string, meta json.RawMessage, extra map[string]json.RawMessage) (json.RawMessage, error) {
 	nameJSON, _ := json.Marshal(name)
 	b := append([]byte(`{"name":`), nameJSON...)
 	if len(args) > 0 {
@@ -352,11 +450,17 @@ func callParams(name string, args json.RawMessage, token string, meta json.RawMe
 	tok, _ := json.Marshal(token)
 	b = append(b, `,"_meta":{"progressToken":`...)
 	b = append(b, tok...)
+	members := map[string]json.RawMessage{}
 	if len(meta) > 0 && string(meta) != "null" {
-		var members map[string]json.RawMessage
 		if err := json.Unmarshal(meta, &members); err != nil {
 			return nil, fmt.Errorf("_meta is not a JSON object: %w", err)
 		}
+		for _, k := range hopMeta {
+			delete(members, k)
+		}
+	}
+	maps.Copy(members, extra)
+	{
 		for _, k := range slices.Sorted(maps.Keys(members)) {
 			if k == "progressToken" {
 				continue // troupe's own token identifies the call downstream
@@ -406,10 +510,15 @@ func firstByte(b []byte) byte {
 	return 0
 }
 
-// Ping sends ping and waits for the answer.
+// Ping checks the server answers: ping, or server/discover for a modern
+// server (the stateless revision has no ping).
 func (c *Client) Ping(ctx context.Context) error {
-	_, err := c.request(ctx, protocol.MethodPing, nil, nil)
-	return c.wrap(ctx, "ping", err)
+	method := protocol.MethodPing
+	if c.era == EraModern {
+		method = protocol.MethodServerDiscover
+	}
+	_, err := c.request(ctx, method, nil, nil)
+	return c.wrap(ctx, method, err)
 }
 
 // Done is closed when the connection is lost: the process exited or closed
@@ -441,6 +550,7 @@ func (c *Client) stop(abort bool) {
 		c.mu.Lock()
 		c.stopping = true
 		c.mu.Unlock()
+		c.cancelParked()
 		// The client's goroutines wait on the life context, which has
 		// ended, so they finish promptly; then the transport goes.
 		c.wg.Wait()
@@ -496,6 +606,9 @@ func (c *Client) request(ctx context.Context, method string, params json.RawMess
 		return nil, c.closedErr()
 	default:
 	}
+	if c.era == EraModern && method != protocol.MethodToolsCall { // tools/call has its _meta from callParams
+		params = c.modernParams(params)
+	}
 	id := c.nextID.Add(1) // from 1: jsonrpc2 treats a picked id 0 as "unset"
 	res, err := c.t.call(ctx, id, method, params, f)
 	switch {
@@ -503,7 +616,11 @@ func (c *Client) request(ctx context.Context, method string, params json.RawMess
 		return res, nil
 	case ctx.Err() != nil && c.life.Err() == nil:
 		c.t.abandoned(id)
-		if method != protocol.MethodInitialize { // initialize must not be cancelled
+		_, overHTTP := c.t.(*httpTransport)
+		switch {
+		case method == protocol.MethodInitialize: // initialize must not be cancelled
+		case c.era == EraModern && overHTTP: // the stateless revision: the closed stream is the cancellation
+		default:
 			c.cancelRemote(id, context.Cause(ctx))
 		}
 		return nil, context.Cause(ctx)

@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,8 +93,10 @@ func (h *httpTransport) sessionID() string {
 	return h.session
 }
 
-// do sends one HTTP request with the configured and the session headers.
-func (h *httpTransport) do(ctx context.Context, method string, body []byte, accept, lastEventID string) (*http.Response, error) {
+// do sends one HTTP request with the configured and the session headers;
+// mcp, for a request to a modern server, adds the headers that mirror its
+// body.
+func (h *httpTransport) do(ctx context.Context, method string, body []byte, accept, lastEventID string, mcp *mcpHeaders) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -118,6 +122,9 @@ func (h *httpTransport) do(ctx context.Context, method string, body []byte, acce
 	}
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", string(version))
+	}
+	if mcp != nil {
+		mcp.set(req.Header)
 	}
 	if h.token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.token)
@@ -212,9 +219,16 @@ func (h *httpTransport) call(ctx context.Context, id int64, method string, param
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(h.c.life, cancel)()
-	resp, err := h.do(rctx, http.MethodPost, body, "application/json, text/event-stream", "")
+	var mcp *mcpHeaders
+	if h.c.era == EraModern {
+		mcp = modernHeaders(method, params)
+	}
+	resp, err := h.do(rctx, http.MethodPost, body, "application/json, text/event-stream", "", mcp)
 	if err != nil {
 		return nil, h.failed(ctx, err)
+	}
+	if method == protocol.MethodServerDiscover && h.c.version == "" && resp.StatusCode/100 == 4 {
+		return nil, probeRefused(resp)
 	}
 	if method == protocol.MethodInitialize {
 		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
@@ -263,7 +277,7 @@ func (h *httpTransport) readCall(ctx, rctx context.Context, body *io.ReadCloser,
 			if ctx.Err() != nil || h.c.life.Err() != nil {
 				return nil, h.failed(ctx, err)
 			}
-			if lastID == "" || resumes >= maxResumes {
+			if lastID == "" || resumes >= maxResumes || h.c.era == EraModern { // the stateless revision resumes nothing
 				if errors.Is(err, io.EOF) {
 					return nil, fmt.Errorf("%s: the server ended the response stream without answering", method)
 				}
@@ -274,7 +288,7 @@ func (h *httpTransport) readCall(ctx, rctx context.Context, body *io.ReadCloser,
 			if !sleep(rctx, retry) {
 				return nil, h.failed(ctx, ctx.Err())
 			}
-			resp, err := h.do(rctx, http.MethodGet, nil, "text/event-stream", lastID)
+			resp, err := h.do(rctx, http.MethodGet, nil, "text/event-stream", lastID, nil)
 			if err != nil {
 				return nil, h.failed(ctx, err)
 			}
@@ -354,7 +368,7 @@ func (h *httpTransport) post(ctx context.Context, body []byte, what string) erro
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(h.c.life, cancel)()
-	resp, err := h.do(rctx, http.MethodPost, body, "application/json, text/event-stream", "")
+	resp, err := h.do(rctx, http.MethodPost, body, "application/json, text/event-stream", "", nil)
 	if err != nil {
 		return h.failed(ctx, err)
 	}
@@ -383,7 +397,7 @@ func (h *httpTransport) listen() {
 		if !sleep(life, delay) {
 			return
 		}
-		resp, err := h.do(life, http.MethodGet, nil, "text/event-stream", lastID)
+		resp, err := h.do(life, http.MethodGet, nil, "text/event-stream", lastID, nil)
 		if err != nil {
 			if life.Err() == nil {
 				h.c.lost(fmt.Errorf("the standalone SSE stream failed: %w", err))
@@ -460,7 +474,7 @@ func (h *httpTransport) shutdown(bool) {
 	h.wg.Wait()
 	if h.sessionID() != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
-		resp, err := h.do(ctx, http.MethodDelete, nil, "", "")
+		resp, err := h.do(ctx, http.MethodDelete, nil, "", "", nil)
 		if err != nil {
 			h.c.log.Debug("upstream: DELETE of the session failed", "err", err)
 		} else {
@@ -471,4 +485,71 @@ func (h *httpTransport) shutdown(bool) {
 		cancel()
 	}
 	h.tr.CloseIdleConnections()
+}
+
+// mcpHeaders are the headers a request to a modern server carries beside
+// its body: the protocol version, the method and, for the methods that
+// name something, that name.
+type mcpHeaders struct {
+	method string
+	name   string // "" when the method names nothing
+}
+
+// modernHeaders reads what a request's headers must mirror from its body.
+func modernHeaders(method string, params json.RawMessage) *mcpHeaders {
+	m := &mcpHeaders{method: method}
+	field := ""
+	switch method {
+	case protocol.MethodToolsCall, "prompts/get":
+		field = "name"
+	case protocol.MethodResourcesRead:
+		field = "uri"
+	}
+	if field != "" {
+		var p map[string]json.RawMessage
+		_ = json.Unmarshal(params, &p)
+		_ = json.Unmarshal(p[field], &m.name)
+	}
+	return m
+}
+
+func (m *mcpHeaders) set(hd http.Header) {
+	hd.Set("MCP-Protocol-Version", string(modernVersion))
+	hd.Set("Mcp-Method", m.method)
+	if m.name != "" {
+		hd.Set("Mcp-Name", headerValue(m.name))
+	}
+}
+
+// headerValue encodes a name for an Mcp-Name header: as it is when it is
+// visible ASCII (spaces inside), else as "=?base64?…?=" around the base64
+// of its UTF-8, as the transport specifies.
+func headerValue(v string) string {
+	plain := v != "" && v[0] != ' ' && v[len(v)-1] != ' '
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] >= 0x20 && v[i] <= 0x7e
+	}
+	if plain && !strings.HasPrefix(v, "=?base64?") {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}
+
+// probeRefused reads a 4xx answer to the server/discover probe: a modern
+// JSON-RPC error in the body is the server's (the caller tells modern
+// errors from others); anything else says the server is legacy.
+func probeRefused(resp *http.Response) error {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var msg struct {
+		Error *struct {
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &msg) == nil && msg.Error != nil && isModernError(msg.Error.Code) {
+		return &RPCError{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}
+	}
+	return errNotModern
 }

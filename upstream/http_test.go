@@ -105,7 +105,7 @@ func blockTool(cancelled chan<- struct{}) tools.Tool {
 
 func httpConfig(url string, logs *logBuffer) upstream.Config {
 	cfg := upstream.Config{Name: "remote", URL: url, ClientInfo: protocol.Implementation{Name: "troupe-test", Version: "0"},
-		Headers: map[string]string{"X-Test": "1"}}
+		Headers: map[string]string{"X-Test": "1"}, Era: upstream.ForceLegacy} // the session-based transport; modern_test.go has the other
 	if logs != nil {
 		cfg.Logger = logs.logger()
 	}

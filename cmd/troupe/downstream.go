@@ -93,6 +93,9 @@ type downstreams struct {
 	ws      *sandbox.Workspace
 	log     *slog.Logger
 	changed func()
+	// parkTimeout is approvals.timeout: how long a legacy server's call
+	// waits for a 2026-07-28 client's answer (the life of its state).
+	parkTimeout time.Duration
 
 	mu      sync.Mutex
 	running map[string]*runningServer
@@ -180,7 +183,8 @@ func startupTimeout(s config.McpServer) time.Duration {
 // stdio server gets only its env and the variables env_vars names, and
 // runs under its sandbox profile, writable only in the workspace.
 func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream.Config, error) {
-	c := upstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: buildVersion()}}
+	c := upstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: buildVersion()},
+		Era: eraChoice(s.Era), ParkTimeout: ds.parkTimeout}
 	if s.URL != "" {
 		c.URL, c.Headers = s.URL, s.HTTPHeaders
 		if s.BearerTokenEnvVar != "" {
@@ -254,6 +258,17 @@ func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream
 		}, nil
 	}
 	return c, nil
+}
+
+// eraChoice maps mcp_servers.<name>.era to the client's choice.
+func eraChoice(era string) upstream.EraChoice {
+	switch era {
+	case "legacy":
+		return upstream.ForceLegacy
+	case "modern":
+		return upstream.ForceModern
+	}
+	return upstream.EraAuto
 }
 
 // lookPathIn finds an executable named name in the directories of path.

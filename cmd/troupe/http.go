@@ -57,15 +57,17 @@ func startHTTP(cfg *config.Config, host *actors.Host, log *slog.Logger) (*httpFr
 		return nil, fmt.Errorf("listen on %s: %w", h.Listen, err)
 	}
 	handler := mcphttp.New(host, mcphttp.Options{
-		Path:           h.Path,
-		BearerToken:    h.Auth.BearerToken,
-		AllowedOrigins: h.AllowedOrigins,
-		CheckHost:      loopback,
-		MaxSessions:    h.MaxSessions,
-		MaxBodyBytes:   int64(h.MaxBodyBytes),
-		KeepAlive:      h.KeepaliveInterval,
-		WriteTimeout:   h.WriteTimeout,
-		Logger:         log,
+		Path:                 h.Path,
+		BearerToken:          h.Auth.BearerToken,
+		AllowedOrigins:       h.AllowedOrigins,
+		CheckHost:            loopback,
+		MaxSessions:          h.MaxSessions,
+		MaxStatelessRequests: h.MaxStatelessRequests,
+		MaxSubscriptions:     h.MaxSubscriptions,
+		MaxBodyBytes:         int64(h.MaxBodyBytes),
+		KeepAlive:            h.KeepaliveInterval,
+		WriteTimeout:         h.WriteTimeout,
+		Logger:               log,
 	})
 	f := &httpFront{
 		srv: &http.Server{

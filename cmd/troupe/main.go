@@ -305,7 +305,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	var regMu sync.Mutex
 	current := cfg
 	rebuild := make(chan struct{}, 1)
-	ds := &downstreams{host: host, sb: sb, ws: ws, log: log, changed: func() {
+	ds := &downstreams{host: host, sb: sb, ws: ws, log: log, parkTimeout: cfg.Approvals.Timeout, changed: func() {
 		select {
 		case rebuild <- struct{}{}:
 		default:

@@ -46,6 +46,9 @@ type callResult struct {
 type connectOptions struct {
 	version string // the revision to ask for; "" for the client's default
 	legacy  bool   // only the initialize handshake (mcp-go's WithLegacyProtocolOnly)
+	// elicit answers elicitation (mcp-go: set with WithElicitationHandler,
+	// which also declares the capability); nil declares none.
+	elicit mcpgoclient.ElicitationHandler
 }
 
 // clientKind is one client library.
@@ -245,6 +248,9 @@ func connectMCPGo(t *testing.T, tg *target, o connectOptions) (session, *recorde
 	}
 	if o.legacy {
 		opts = append(opts, mcpgoclient.WithLegacyProtocolOnly())
+	}
+	if o.elicit != nil {
+		opts = append(opts, mcpgoclient.WithElicitationHandler(o.elicit))
 	}
 	c := mcpgoclient.NewClient(tr, opts...)
 	ctx := ctxFor(t)

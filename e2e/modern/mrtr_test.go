@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -63,6 +64,46 @@ func TestApprovalThroughMRTRGoSDK(t *testing.T) {
 			}
 			if asked != 1 || res.IsError == tc.runs || exists(fx.dir, "ran.txt") != tc.runs {
 				t.Fatalf("%s: asked %d times, isError %v, ran %v (log: %s)", tc.decision, asked, res.IsError,
+					exists(fx.dir, "ran.txt"), tg.log.String())
+			}
+		}
+	})
+}
+
+// mcpGoApprover answers troupe's approval with a fixed decision.
+type mcpGoApprover struct {
+	decision string
+	asked    int
+}
+
+func (a *mcpGoApprover) Elicit(_ context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	a.asked++
+	return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
+		Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"decision": a.decision}}}, nil
+}
+
+// The same through mcp-go v1.2.1's MRTR loop.
+func TestApprovalThroughMRTRMCPGo(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, fx fixture, tg *target) {
+		for _, tc := range []struct {
+			decision string
+			runs     bool
+		}{{"deny", false}, {"once", true}} {
+			a := &mcpGoApprover{decision: tc.decision}
+			s, _, err := connectMCPGo(t, tg, connectOptions{elicit: a})
+			if err != nil {
+				t.Fatalf("connecting over %s: %v", tg.name, err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			if v := s.Version(); v != modernVersion {
+				t.Fatalf("mcp-go fell back to %q", v)
+			}
+			res, err := s.CallTool(ctxFor(t), "shell.exec", map[string]any{"command": []string{"sh", "-c", "echo ran > ran.txt"}}, nil)
+			if err != nil {
+				t.Fatalf("%s: tools/call: %v", tc.decision, err)
+			}
+			if a.asked != 1 || res.IsError == tc.runs || exists(fx.dir, "ran.txt") != tc.runs {
+				t.Fatalf("%s: asked %d times, isError %v, ran %v (log: %s)", tc.decision, a.asked, res.IsError,
 					exists(fx.dir, "ran.txt"), tg.log.String())
 			}
 		}

@@ -37,24 +37,31 @@ type target struct {
 	name string // "stdio" or "http"
 	dir  string // the workspace
 
-	http *httpServer // nil over stdio
-	log  *lockedBuffer
+	http  *httpServer // nil over stdio
+	log   *lockedBuffer
+	extra []string // more arguments of troupe serve (--config)
 }
 
 // stdioArgs is the command line of a stdio troupe on the target's workspace.
 func (tg *target) stdioArgs() []string {
-	return []string{"serve", "--workspace", tg.dir, "--log-level", "debug"}
+	return append([]string{"serve", "--workspace", tg.dir, "--log-level", "debug"}, tg.extra...)
 }
 
 // forEachTransport runs body once over stdio and once over streamable HTTP
 // (with a bearer token), each with a fresh workspace.
 func forEachTransport(t *testing.T, body func(t *testing.T, fx fixture, tg *target)) {
+	forEachTransportWith(t, nil, body)
+}
+
+// forEachTransportWith is forEachTransport with more arguments for troupe
+// serve.
+func forEachTransportWith(t *testing.T, extra []string, body func(t *testing.T, fx fixture, tg *target)) {
 	for _, name := range []string{"stdio", "http"} {
 		t.Run(name, func(t *testing.T) {
 			fx := newFixture(t)
-			tg := &target{name: name, dir: fx.dir, log: &lockedBuffer{}}
+			tg := &target{name: name, dir: fx.dir, log: &lockedBuffer{}, extra: extra}
 			if name == "http" {
-				tg.http = startHTTPServer(t, fx.dir)
+				tg.http = startHTTPServer(t, fx.dir, extra...)
 				tg.log = tg.http.log
 			} else {
 				troupeBinary(t)
@@ -110,14 +117,14 @@ var errPortTaken = errors.New("the port was taken")
 // startHTTPServer runs `troupe serve --http` on workspace with a fresh token.
 // troupe takes a concrete address, so the port is one that was free a moment
 // ago; a start that loses it to another process is retried.
-func startHTTPServer(t *testing.T, workspace string) *httpServer {
+func startHTTPServer(t *testing.T, workspace string, extra ...string) *httpServer {
 	t.Helper()
 	bin := troupeBinary(t)
 	token := newToken(t)
 	var err error
 	for range 5 {
 		var s *httpServer
-		if s, err = tryStartHTTP(bin, workspace, token); err == nil {
+		if s, err = tryStartHTTP(bin, workspace, token, extra); err == nil {
 			t.Cleanup(func() { s.stop(t) })
 			return s
 		}
@@ -129,7 +136,7 @@ func startHTTPServer(t *testing.T, workspace string) *httpServer {
 	return nil
 }
 
-func tryStartHTTP(bin, workspace, token string) (*httpServer, error) {
+func tryStartHTTP(bin, workspace, token string, extra []string) (*httpServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -137,8 +144,8 @@ func tryStartHTTP(bin, workspace, token string) (*httpServer, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	s := &httpServer{base: "http://" + addr, url: "http://" + addr + "/mcp", token: token,
 		log: &lockedBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, "serve", "--workspace", workspace, "--http", addr, "--log-level", "debug",
-		"--bearer-token-env", tokenEnv)
+	s.cmd = exec.Command(bin, append([]string{"serve", "--workspace", workspace, "--http", addr, "--log-level", "debug",
+		"--bearer-token-env", tokenEnv}, extra...)...)
 	s.cmd.Env = serverEnv(tokenEnv + "=" + token)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {

@@ -121,7 +121,13 @@ func (t *tool) Spec() tools.Spec { return t.spec }
 // Call implements tools.Tool: it forwards the call and maps the answer.
 func (t *tool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 	var asked urlAsks
+	var resume *upstream.Resume
+	if req.Resume != nil {
+		resume = &upstream.Resume{Responses: req.Resume.Responses, State: string(req.Resume.State)}
+	}
 	raw, err := t.srv.CallTool(upstream.WithCallMeta(ctx, req.ClientMeta), t.remote, req.Arguments, upstream.Observer{
+		Rounds:   req.Rounds,
+		Resume:   resume,
 		Progress: func(progress, total float64, message string) { req.Progress(progress, total, message) },
 		Log: func(level protocol.LoggingLevel, _ string, data json.RawMessage) {
 			req.Log(level, data)
@@ -223,9 +229,14 @@ const notificationElicitationComplete = "notifications/elicitation/complete"
 func (t *tool) failure(ctx context.Context, err error) error {
 	name := t.srv.Name()
 	var rpc *upstream.RPCError
+	var input *upstream.InputRequired
 	switch {
+	case errors.As(err, &input):
+		return &tools.InputRequired{Requests: input.Requests, State: []byte(input.State)}
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, upstream.ErrParkedGone):
+		return tools.Errorf(tools.KindUnavailable, "%s: %v", t.spec.Name, err)
 	case errors.As(err, &rpc):
 		return tools.Errorf(KindDownstreamError, "server %s answered %s with error %d: %s", name, t.remote, rpc.Code, rpc.Message)
 	case errors.Is(err, upstream.ErrClosed):
@@ -247,6 +258,9 @@ func decodeResult(server string, raw json.RawMessage) (*protocol.CallToolResult,
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, tools.Errorf(KindDownstreamError, "server %s sent a result that is not a tool result", server)
 	}
+	// A modern server names itself in _meta; that is the downstream hop's,
+	// and troupe's own result names troupe.
+	delete(r.Meta, protocol.MetaServerInfo)
 	out := &protocol.CallToolResult{Content: make([]protocol.Content, 0, len(r.Content)), IsError: r.IsError, Meta: r.Meta}
 	for _, c := range r.Content {
 		block, err := protocol.RawContent(c)

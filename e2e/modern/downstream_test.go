@@ -1,0 +1,237 @@
+package modern
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Downstream servers of both eras, reached through troupe by clients of both
+// eras:
+//
+//   - modern: a go-sdk v1.8.0 server speaking 2026-07-28 (internal/statelessserver),
+//     over stdio and, as "modernhttp", over streamable HTTP in the SDK's
+//     stateless mode; its deploy tool asks through a multi round-trip request.
+//   - legacy: server-everything (session-based), whose
+//     trigger-elicitation-request asks with elicitation/create mid-call.
+//
+// troupe discovers the era of each and speaks it; questions cross the hop in
+// the client's own era, and troupe's approval is asked first.
+
+var (
+	serverOnce sync.Once
+	serverBin  string
+	serverErr  error
+)
+
+// statelessServer builds internal/statelessserver once.
+func statelessServer(t *testing.T) string {
+	t.Helper()
+	serverOnce.Do(func() {
+		serverBin = filepath.Join(binDir, "statelessserver")
+		out, err := exec.Command("go", "build", "-o", serverBin, "./internal/statelessserver").CombinedOutput()
+		if err != nil {
+			serverErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if serverErr != nil {
+		t.Fatal(serverErr)
+	}
+	return serverBin
+}
+
+// startStatelessHTTP runs the stateless server over HTTP and returns its
+// endpoint.
+func startStatelessHTTP(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(statelessServer(t), "-http", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case url := <-found:
+		return url
+	case <-time.After(httpStartTimeout):
+		t.Fatal("the stateless server did not start")
+		return ""
+	}
+}
+
+// everythingEntry is server-everything's entry point, installed by
+// scripts/test under e2e/downstream.
+func everythingEntry(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(moduleRoot, "e2e", "downstream", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("server-everything is not installed (scripts/test installs it): %v", err)
+	}
+	return p
+}
+
+// downstreamConfigFile is a troupe config with the three downstream servers.
+func downstreamConfigFile(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	cfg := fmt.Sprintf(`[mcp_servers.modern]
+command = %q
+
+[mcp_servers.modernhttp]
+url = %q
+
+[mcp_servers.everything]
+command = %q
+args = [%q, "stdio"]
+env_vars = ["PATH", "HOME"]
+
+[limits]
+mcp_servers_startup_wait = "15s"
+`, statelessServer(t), startStatelessHTTP(t), node, everythingEntry(t))
+	file := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// answerer answers every question a person would: troupe's approval
+// ("once"), the stateless server's deploy confirmation, and
+// server-everything's form. It records the messages it was shown.
+type answerer struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (a *answerer) handle(_ context.Context, req *gosdk.ElicitRequest) (*gosdk.ElicitResult, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, req.Params.Message)
+	a.mu.Unlock()
+	schema := fmt.Sprint(req.Params.RequestedSchema)
+	switch {
+	case strings.Contains(schema, "decision"):
+		return &gosdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "once"}}, nil
+	case strings.Contains(schema, "confirm"):
+		return &gosdk.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	}
+	return &gosdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "check": true}}, nil
+}
+
+func (a *answerer) messages() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.asked...)
+}
+
+// connectAnswering connects the go-sdk client at version ("" for its
+// default, 2026-07-28) with the answerer as its elicitation handler.
+func connectAnswering(t *testing.T, tg *target, version string, a *answerer) *gosdk.ClientSession {
+	t.Helper()
+	client := gosdk.NewClient(&gosdk.Implementation{Name: "troupe-e2e-downstream", Version: "1.0.0"},
+		&gosdk.ClientOptions{ElicitationHandler: a.handle})
+	var tr gosdk.Transport
+	if tg.http != nil {
+		tr = &gosdk.StreamableClientTransport{Endpoint: tg.http.url, HTTPClient: httpClient(&recorder{}, tg.http.token), MaxRetries: -1}
+	} else {
+		cmd := exec.Command(troupeBinary(t), tg.stdioArgs()...)
+		cmd.Env = serverEnv()
+		cmd.Stderr = tg.log
+		tr = &gosdk.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}
+	}
+	cs, err := client.Connect(ctxFor(t), tr, &gosdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connecting over %s: %v", tg.name, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	want := version
+	if want == "" {
+		want = modernVersion
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != want {
+		t.Fatalf("negotiated %q over %s, want %q", v, tg.name, want)
+	}
+	return cs
+}
+
+func text(res *gosdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*gosdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestDownstreamServersOfBothEras(t *testing.T) {
+	cfg := downstreamConfigFile(t)
+	forEachTransportWith(t, []string{"--config", cfg}, func(t *testing.T, fx fixture, tg *target) {
+		for _, era := range []struct{ name, version string }{{"modern-client", ""}, {"legacy-client", legacyVersion}} {
+			t.Run(era.name, func(t *testing.T) {
+				a := &answerer{}
+				cs := connectAnswering(t, tg, era.version, a)
+				call := func(name string, args map[string]any) string {
+					t.Helper()
+					res, err := cs.CallTool(ctxFor(t), &gosdk.CallToolParams{Name: name, Arguments: args})
+					if err != nil {
+						t.Fatalf("%s: %v (troupe's log:\n%s)", name, err, tg.log)
+					}
+					if res.IsError {
+						t.Fatalf("%s: isError: %s (troupe's log:\n%s)", name, text(res), tg.log)
+					}
+					return text(res)
+				}
+				for _, srv := range []string{"modern", "modernhttp"} {
+					if got := call(srv+".greet", map[string]any{"name": "Ada"}); got != "hello Ada" {
+						t.Errorf("%s.greet: %q", srv, got)
+					}
+					before := len(a.messages())
+					if got := call(srv+".deploy", map[string]any{"target": "prod"}); got != "deployed to prod" {
+						t.Errorf("%s.deploy: %q", srv, got)
+					}
+					// troupe's approval first, then the server's own question.
+					asked := a.messages()[before:]
+					if len(asked) != 2 || !strings.Contains(asked[0], srv+".deploy") || asked[1] != "Deploy to prod?" {
+						t.Errorf("%s.deploy asked %q", srv, asked)
+					}
+				}
+				before := len(a.messages())
+				if got := call("everything.trigger-elicitation-request", nil); !strings.Contains(got, "Ada") {
+					t.Errorf("everything.trigger-elicitation-request: %q", got)
+				}
+				if asked := a.messages()[before:]; len(asked) != 2 || !strings.Contains(asked[0], "everything.trigger-elicitation-request") ||
+					!strings.Contains(asked[1], "Please provide inputs") {
+					t.Errorf("everything asked %q", asked)
+				}
+			})
+		}
+	})
+}

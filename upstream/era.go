@@ -1,0 +1,184 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"troupe/protocol"
+)
+
+// Era says which kind of MCP revision a downstream server speaks.
+type Era int
+
+const (
+	// EraLegacy servers open a session with initialize (2025-11-25 and
+	// earlier).
+	EraLegacy Era = iota
+	// EraModern servers take every request on its own, with the protocol
+	// version, client info and capabilities in its _meta (2026-07-28).
+	EraModern
+)
+
+// String implements fmt.Stringer.
+func (e Era) String() string {
+	if e == EraModern {
+		return "modern"
+	}
+	return "legacy"
+}
+
+// EraChoice is how a Client picks the era of its server (Config.Era).
+type EraChoice string
+
+// The choices of Config.Era, as the configuration spells them.
+const (
+	EraAuto     EraChoice = ""       // probe, fall back to initialize
+	ForceLegacy EraChoice = "legacy" // initialize, no probe
+	ForceModern EraChoice = "modern" // 2026-07-28 or nothing
+)
+
+// probeTimeout bounds the server/discover probe on stdio: a legacy server
+// that does not answer an unknown method before initialize is legacy.
+const probeTimeout = 5 * time.Second
+
+// modernVersion is the stateless revision troupe speaks as a client.
+const modernVersion = protocol.V20260728
+
+// errLegacy says the probe found a legacy server: fall back to initialize.
+var errLegacy = errors.New("the server does not speak a stateless revision")
+
+// discover probes the server's era, as the transports' backward
+// compatibility sections describe for a dual-era client: server/discover
+// with troupe's modern _meta. A DiscoverResult that lists 2026-07-28 makes
+// the server modern; a modern error (-32022, -32020, -32021) names a
+// modern server troupe cannot use (no fall back, as the spec says); any
+// other error, or silence within probeTimeout on stdio, makes it legacy
+// (errLegacy). Transport failures are returned as they are.
+func (c *Client) discover(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	c.era = EraModern // the probe itself carries the modern _meta and headers
+	raw, err := c.request(pctx, protocol.MethodServerDiscover, nil, nil)
+	c.era = EraLegacy
+	var rpc *RPCError
+	switch {
+	case err == nil:
+	case errors.As(err, &rpc) && isModernError(rpc.Code):
+		return fmt.Errorf("the server speaks only stateless revisions troupe does not (%s: %s)", rpc.Message, rpc.Data)
+	case errors.Is(err, ErrClosed) || ctx.Err() != nil:
+		return err // the server is gone, or the caller's time is up
+	default:
+		// Any other error, or no answer within probeTimeout: a legacy
+		// server (the spec: never key the fallback to one error code).
+		return errLegacy
+	}
+	var res struct {
+		SupportedVersions []protocol.Version          `json:"supportedVersions"`
+		Capabilities      protocol.ServerCapabilities `json:"capabilities"`
+		Meta              map[string]json.RawMessage  `json:"_meta"`
+	}
+	if json.Unmarshal(raw, &res) != nil || res.SupportedVersions == nil {
+		return errLegacy // not a DiscoverResult
+	}
+	if !slices.Contains(res.SupportedVersions, modernVersion) {
+		if slices.ContainsFunc(res.SupportedVersions, protocol.Version.HasHandshake) {
+			return errLegacy // a dual-era server whose modern revisions are not ours
+		}
+		return fmt.Errorf("the server supports %v; troupe supports %v", res.SupportedVersions, protocol.AllVersions())
+	}
+	c.era, c.version = EraModern, modernVersion
+	c.toolsChange = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	if info, ok := res.Meta[protocol.MetaServerInfo]; ok {
+		_ = json.Unmarshal(info, &c.info)
+	}
+	return nil
+}
+
+// isModernError reports whether code is one of the JSON-RPC errors only a
+// stateless-era server sends.
+func isModernError(code int64) bool {
+	switch code {
+	case protocol.CodeUnsupportedVersion, protocol.CodeHeaderMismatch, protocol.CodeMissingCapability:
+		return true
+	}
+	return false
+}
+
+// errNotModern is what the HTTP transport reports when the probe got a
+// 4xx without a modern JSON-RPC error in its body: a legacy server.
+var errNotModern = errors.New("not a stateless-era answer")
+
+// modernMeta is the _meta every request to a modern server carries:
+// troupe's protocol version, identity and capabilities.
+func (c *Client) modernMeta() map[string]json.RawMessage {
+	info, _ := json.Marshal(c.clientInfo)
+	v, _ := json.Marshal(modernVersion)
+	return map[string]json.RawMessage{
+		protocol.MetaProtocolVersion:    v,
+		protocol.MetaClientInfo:         info,
+		protocol.MetaClientCapabilities: json.RawMessage(declaredCapabilities),
+	}
+}
+
+// modernParams adds troupe's modern _meta members to params (a JSON object
+// or nil), over any the params had.
+func (c *Client) modernParams(params json.RawMessage) json.RawMessage {
+	obj := map[string]json.RawMessage{}
+	if len(params) > 0 && string(params) != "null" {
+		if err := json.Unmarshal(params, &obj); err != nil {
+			return params // not an object: the server will say so
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := obj["_meta"]; ok {
+		_ = json.Unmarshal(raw, &meta)
+	}
+	maps.Copy(meta, c.modernMeta())
+	obj["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// hopMeta are the _meta members of the calling client's request that
+// describe its own hop to troupe, never troupe's hop downstream: they are
+// not forwarded (troupe sends its own to a modern server).
+var hopMeta = []string{protocol.MetaProtocolVersion, protocol.MetaClientInfo, protocol.MetaClientCapabilities}
+
+// Era is the kind of revision the server speaks, found when the client
+// connected.
+func (c *Client) Era() Era { return c.era }
+
+// listen keeps a subscriptions/listen request open for tools list
+// changes, which a modern server sends on it in place of the legacy GET
+// stream; its notifications reach Handlers.ToolsChanged through the
+// transport like any other. A subscription the server ends, or that fails,
+// is opened again after a pause, until the connection ends.
+func (c *Client) listen() {
+	params := json.RawMessage(`{"notifications":{"toolsListChanged":true}}`)
+	delay := defaultRetry
+	for c.life.Err() == nil {
+		opened := time.Now()
+		_, err := c.request(c.life, protocol.MethodSubscriptionsListen, params, nil)
+		if c.life.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.log.Debug("upstream: subscriptions/listen ended", "err", err)
+		}
+		if time.Since(opened) > maxRetry {
+			delay = defaultRetry // it was up for a while: not a failing loop
+		}
+		if !sleep(c.life, delay) {
+			return
+		}
+		delay = min(2*delay, maxRetry)
+	}
+}
