@@ -243,7 +243,7 @@ func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.Ra
 	}
 	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
 		inv.call.version, inv.hash)
-	restrictForm(form, offer)
+	restrictForm(form, offer, spec.Name)
 	inv.decided(approvalAsked, "input_required with the choices "+offer.String())
 	inv.answerOther(ctx, map[string]any{
 		"resultType": "input_required",
@@ -255,16 +255,22 @@ func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.Ra
 
 // restrictForm removes the choices offer leaves out from the form's one
 // decision field (and Codex's persist hint when "session" is not offered).
-func restrictForm(p *protocol.ElicitRequestParams, offer approvalstate.Offer) {
+// Where "session" is offered (a stdio connection) it is titled for what it
+// binds to here: the connection, since this revision has no session.
+func restrictForm(p *protocol.ElicitRequestParams, offer approvalstate.Offer, tool string) {
 	field, ok := p.RequestedSchema.Properties["decision"].(map[string]any)
 	if !ok {
 		return
 	}
 	keep := func(v string) bool { d, ok := parseKnownChoice(v); return ok && offer.Has(d) }
+	connection := "Allow " + gate.Printable(tool) + " until this client disconnects"
 	if one, ok := field["oneOf"].([]map[string]string); ok {
 		var out []map[string]string
 		for _, c := range one {
 			if keep(c["const"]) {
+				if c["const"] == approvalstate.Session.String() {
+					c["title"] = connection
+				}
 				out = append(out, c)
 			}
 		}
@@ -276,7 +282,11 @@ func restrictForm(p *protocol.ElicitRequestParams, offer approvalstate.Offer) {
 		for i, v := range values {
 			if keep(v) {
 				vs = append(vs, v)
-				if i < len(names) {
+				switch {
+				case i >= len(names):
+				case v == approvalstate.Session.String():
+					ns = append(ns, connection)
+				default:
 					ns = append(ns, names[i])
 				}
 			}

@@ -69,10 +69,13 @@ func TestStatelessApprovalThroughMRTROnStdio(t *testing.T) {
 		t.Fatalf("input requests: %+v", ir.InputRequests)
 	}
 	field, _ := json.Marshal(req.Params.RequestedSchema.Properties["decision"])
-	for _, want := range []string{`"once"`, `"session"`, `"deny"`} {
+	for _, want := range []string{`"once"`, `"session"`, `"deny"`, "until this client disconnects"} {
 		if !strings.Contains(string(field), want) {
 			t.Fatalf("stdio form lacks %s: %s", want, field)
 		}
+	}
+	if strings.Contains(string(field), "rest of this session") {
+		t.Fatalf("a 2026-07-28 form offers a session there is none of: %s", field)
 	}
 	if runs.Load() != 0 {
 		t.Fatal("the tool ran before approval")

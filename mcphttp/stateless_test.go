@@ -315,6 +315,11 @@ func FuzzModernPost(f *testing.F) {
 		{`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{}}}`, "2026-07-28", "server/discover", ""},
 		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{` + meta + `}}`, "2026-07-28", "", ""},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7,` + meta + `}}`, "2026-07-28", "tools/call", "=?base64?Nw==?="},
+		// Multi round-trip retries: a forged state, answers of the wrong
+		// types, answers without a state.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"requestState":"AQIDBA","inputResponses":{"approval":{"action":"accept","content":{"decision":"once"}}},` + meta + `}}`, "2026-07-28", "tools/call", "echo"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"requestState":7,"inputResponses":[],` + meta + `}}`, "2026-07-28", "tools/call", "echo"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"inputResponses":{"x":null},` + meta + `}}`, "2026-07-28", "tools/call", "echo"},
 	} {
 		f.Add([]byte(s.body), s.version, s.method, s.name)
 	}

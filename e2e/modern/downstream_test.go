@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -132,17 +133,28 @@ type answerer struct {
 }
 
 func (a *answerer) handle(_ context.Context, req *gosdk.ElicitRequest) (*gosdk.ElicitResult, error) {
+	return &gosdk.ElicitResult{Action: "accept", Content: a.answer(req.Params.Message, req.Params.RequestedSchema)}, nil
+}
+
+// answer is what a person answers to message with schema.
+func (a *answerer) answer(message string, schema any) map[string]any {
 	a.mu.Lock()
-	a.asked = append(a.asked, req.Params.Message)
+	a.asked = append(a.asked, message)
 	a.mu.Unlock()
-	schema := fmt.Sprint(req.Params.RequestedSchema)
+	s := fmt.Sprint(schema)
 	switch {
-	case strings.Contains(schema, "decision"):
-		return &gosdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "once"}}, nil
-	case strings.Contains(schema, "confirm"):
-		return &gosdk.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	case strings.Contains(s, "decision"):
+		return map[string]any{"decision": "once"}
+	case strings.Contains(s, "confirm"):
+		return map[string]any{"confirm": true}
 	}
-	return &gosdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "check": true}}, nil
+	return map[string]any{"name": "Ada", "check": true}
+}
+
+// Elicit makes the answerer mcp-go's elicitation handler.
+func (a *answerer) Elicit(_ context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
+		Action: mcpgo.ElicitationResponseActionAccept, Content: a.answer(req.Params.Message, req.Params.RequestedSchema)}}, nil
 }
 
 func (a *answerer) messages() []string {
@@ -181,33 +193,42 @@ func connectAnswering(t *testing.T, tg *target, version string, a *answerer) *go
 	return cs
 }
 
-func text(res *gosdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*gosdk.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 func TestDownstreamServersOfBothEras(t *testing.T) {
 	cfg := downstreamConfigFile(t)
 	forEachTransportWith(t, []string{"--config", cfg}, func(t *testing.T, fx fixture, tg *target) {
-		for _, era := range []struct{ name, version string }{{"modern-client", ""}, {"legacy-client", legacyVersion}} {
-			t.Run(era.name, func(t *testing.T) {
+		for _, kind := range []struct {
+			name    string
+			connect func(t *testing.T, a *answerer) session
+		}{
+			{"go-sdk-modern", func(t *testing.T, a *answerer) session { return &goSDKSession{cs: connectAnswering(t, tg, "", a)} }},
+			{"go-sdk-legacy", func(t *testing.T, a *answerer) session {
+				return &goSDKSession{cs: connectAnswering(t, tg, legacyVersion, a)}
+			}},
+			{"mcp-go-modern", func(t *testing.T, a *answerer) session {
+				s, _, err := connectMCPGo(t, tg, connectOptions{elicit: a})
+				if err != nil {
+					t.Fatalf("connecting over %s: %v", tg.name, err)
+				}
+				t.Cleanup(func() { _ = s.Close() })
+				if v := s.Version(); v != modernVersion {
+					t.Fatalf("mcp-go negotiated %q", v)
+				}
+				return s
+			}},
+		} {
+			t.Run(kind.name, func(t *testing.T) {
 				a := &answerer{}
-				cs := connectAnswering(t, tg, era.version, a)
+				s := kind.connect(t, a)
 				call := func(name string, args map[string]any) string {
 					t.Helper()
-					res, err := cs.CallTool(ctxFor(t), &gosdk.CallToolParams{Name: name, Arguments: args})
+					res, err := s.CallTool(ctxFor(t), name, args, nil)
 					if err != nil {
 						t.Fatalf("%s: %v (troupe's log:\n%s)", name, err, tg.log)
 					}
 					if res.IsError {
-						t.Fatalf("%s: isError: %s (troupe's log:\n%s)", name, text(res), tg.log)
+						t.Fatalf("%s: isError: %s (troupe's log:\n%s)", name, res.Text, tg.log)
 					}
-					return text(res)
+					return res.Text
 				}
 				for _, srv := range []string{"modern", "modernhttp"} {
 					if got := call(srv+".greet", map[string]any{"name": "Ada"}); got != "hello Ada" {
