@@ -2,16 +2,15 @@ package actors
 
 import (
 	"log/slog"
+	"sync"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 
 	"troupe/audit"
 )
 
-// auditor appends the audit records invocations send it, so the file I/O
-// (and its lock and fsync) never runs inside a call's actors. It is spawned
-// by the Host beside the server actor and outlives every session.
+// auditWriter appends the audit records invocations give it, so the file
+// I/O (and its lock and fsync) never runs inside a call's actors. The Host
+// owns it; it outlives every session.
 //
 // Records are group-committed: the first record of a batch starts a timer
 // of auditFlushDelay, and when it fires every record that arrived meanwhile
@@ -21,55 +20,83 @@ import (
 // any call rate; a record reaches the disk at most auditFlushDelay (plus
 // one fsync) after its call ended. The client's answer never waits for
 // the audit log in any case.
-type auditor struct {
-	log     *audit.Log
-	logger  *slog.Logger
+//
+// It is a mutex and a timer, not an actor: handing a record over is an
+// append under a lock, which costs a call less than a mailbox delivery,
+// and the only goroutine is the timer's, which the writer waits for at
+// close.
+type auditWriter struct {
+	log    *audit.Log
+	logger *slog.Logger
+
+	mu      sync.Mutex
 	pending []audit.Record
-	timer   *time.Timer // runs while records are pending
-	failed  bool        // a write failed; logged once until one succeeds again
+	timer   *time.Timer // armed while records are pending
+	closed  bool
+
+	writeMu sync.Mutex     // one batch is written at a time, in order
+	flushes sync.WaitGroup // timer callbacks under way
+	failed  bool           // a write failed; logged once until one succeeds again (under writeMu)
 }
 
 // auditFlushDelay is how long the first record of a batch waits for more.
 const auditFlushDelay = 5 * time.Millisecond
 
-// flushAudit tells the auditor to write what it holds.
-type flushAudit struct{ quiet }
-
 // maxAuditBatch bounds one write, so a burst is not held in memory for long.
 const maxAuditBatch = 512
 
-// Receive implements actor.Actor.
-func (a *auditor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *audit.Record:
-		a.pending = append(a.pending, *m)
-		switch {
-		case len(a.pending) >= maxAuditBatch:
-			a.flush()
-		case len(a.pending) == 1:
-			root, self := ctx.ActorSystem().Root, ctx.Self()
-			a.timer = time.AfterFunc(auditFlushDelay, func() { root.Send(self, flushAudit{}) })
-		}
-	case flushAudit:
-		a.flush()
-	case *actor.Stopping:
-		a.flush() // Poison queues behind the records: nothing is left out
-	}
+func newAuditWriter(log *audit.Log, logger *slog.Logger) *auditWriter {
+	return &auditWriter{log: log, logger: logger}
 }
 
-func (a *auditor) flush() {
-	if a.timer != nil {
-		a.timer.Stop() // a late flushAudit finds nothing pending: harmless
-		a.timer = nil
+// record queues r for the next batch. After close it is written at once.
+func (a *auditWriter) record(r *audit.Record) {
+	a.mu.Lock()
+	a.pending = append(a.pending, *r)
+	switch {
+	case a.closed || len(a.pending) >= maxAuditBatch:
+		batch := a.take()
+		a.writeMu.Lock() // taken before mu is released: batches stay in order
+		a.mu.Unlock()
+		a.write(batch)
+		a.writeMu.Unlock()
+		return
+	case len(a.pending) == 1:
+		a.flushes.Add(1)
+		a.timer = time.AfterFunc(auditFlushDelay, func() {
+			defer a.flushes.Done()
+			a.flush()
+		})
 	}
-	if len(a.pending) == 0 {
+	a.mu.Unlock()
+}
+
+// take empties the pending batch; under mu.
+func (a *auditWriter) take() []audit.Record {
+	if a.timer != nil && a.timer.Stop() {
+		a.flushes.Done() // its callback will not run
+	}
+	a.timer = nil
+	batch := a.pending
+	a.pending = nil
+	return batch
+}
+
+// flush writes what is pending.
+func (a *auditWriter) flush() {
+	a.mu.Lock()
+	batch := a.take()
+	a.writeMu.Lock()
+	a.mu.Unlock()
+	a.write(batch)
+	a.writeMu.Unlock()
+}
+
+// write appends one batch; under writeMu.
+func (a *auditWriter) write(batch []audit.Record) {
+	if len(batch) == 0 {
 		return
 	}
-	batch := a.pending
-	defer func() {
-		clear(batch) // drop the records' strings; keep the array
-		a.pending = batch[:0]
-	}()
 	if err := a.log.AppendAll(batch); err != nil {
 		if !a.failed {
 			a.logger.Error("audit log write failed; records are being lost", "err", err,
@@ -79,4 +106,14 @@ func (a *auditor) flush() {
 		return
 	}
 	a.failed = false
+}
+
+// close writes what is pending and waits for a timer's flush under way;
+// records that come later (calls stopped after it) are written at once.
+func (a *auditWriter) close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.flush()
+	a.flushes.Wait()
 }

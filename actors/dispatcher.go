@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -78,9 +79,13 @@ func (p *workerPool) close() {
 
 // newHostDeps makes the dependencies a Host's actors share. The options
 // every actor gets are made here once: each tool call spawns two actors.
-func newHostDeps(secrets *redact.Live) *hostDeps {
+func newHostDeps(secrets *redact.Live, deliveries *atomic.Int64) *hostDeps {
 	d := &hostDeps{secrets: secrets, pool: newWorkerPool()}
-	d.propsOpts = []actor.PropsOption{actor.WithReceiverMiddleware(capturePanics), actor.WithDispatcher(d.pool)}
+	middleware := []actor.ReceiverMiddleware{capturePanics}
+	if deliveries != nil {
+		middleware = append(middleware, countDeliveries(deliveries))
+	}
+	d.propsOpts = []actor.PropsOption{actor.WithReceiverMiddleware(middleware...), actor.WithDispatcher(d.pool)}
 	d.idleMailbox = actor.WithMailbox(actor.UnboundedLockfree())
 	return d
 }
@@ -103,4 +108,15 @@ func (d *hostDeps) props(producer actor.Producer, opts ...actor.PropsOption) *ac
 		return actor.PropsFromProducer(producer, d.propsOpts...)
 	}
 	return actor.PropsFromProducer(producer, append(opts, d.propsOpts...)...)
+}
+
+// countDeliveries is receiver middleware that counts every message an
+// actor receives, system messages included: the hop budget's measure.
+func countDeliveries(n *atomic.Int64) actor.ReceiverMiddleware {
+	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			n.Add(1)
+			next(c, env)
+		}
+	}
 }

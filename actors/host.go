@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -44,6 +45,10 @@ type Options struct {
 	// each stream and each session. It makes the budget the sessions'
 	// stores share, unless Session.Spool.Shared already names one.
 	MaxTotalSpoolBytes int64
+
+	// deliveries, when set, counts every message any actor of the Host
+	// receives (the hop budget's test).
+	deliveries *atomic.Int64
 }
 
 // Host runs troupe's actor system and serves clients on it.
@@ -85,7 +90,7 @@ func NewHost(o Options) *Host {
 	callers := newCallerStores(o.Session.SpoolDir, o.Session.Spool, httpOpts.IdleTimeout, log)
 	o.Session.callers = callers
 	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace,
-		exec: newHostDeps(secrets), http: httpOpts}
+		exec: newHostDeps(secrets, o.deliveries), http: httpOpts}
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")
@@ -93,8 +98,7 @@ func NewHost(o Options) *Host {
 		actor.WithDeadLetterRequestLogging(false),
 	)
 	if o.Audit != nil {
-		a := &auditor{log: o.Audit, logger: log}
-		opts.exec.auditor = system.Root.Spawn(opts.exec.props(func() actor.Actor { return a }))
+		opts.exec.auditor = newAuditWriter(o.Audit, log)
 	}
 	pid := system.Root.Spawn(opts.exec.props(func() actor.Actor {
 		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}
@@ -155,9 +159,8 @@ func (h *Host) close(timeout time.Duration) bool {
 		return true
 	})
 	if a := h.opts.exec.auditor; a != nil {
-		// Poison, not Stop: the records of the calls just stopped are
-		// queued before it and must be written.
-		_ = h.system.Root.PoisonFuture(a).Wait()
+		// The records of the calls just stopped are pending: written now.
+		a.close()
 	}
 	ended := make(chan struct{})
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -29,10 +30,11 @@ const (
 
 // invocation is one tools/call: it finds the tool, validates the
 // arguments, passes the approval gate (asking through an approval child
-// when a person must decide), starts an executor with the call's
-// deadline, and turns whatever happens into exactly one result for its
-// session, plus one audit record. It is a child of the session and the
-// supervisor of its approval and executor.
+// when a person must decide), runs the tool in a goroutine it owns under
+// the call's deadline, and turns whatever happens into exactly one result
+// for its session, plus one audit record. It is the state and logic of one
+// call; the actor that runs it is an invoker (invoker.go), which a session
+// reuses for its next call.
 type invocation struct {
 	id        jsonrpc2.ID
 	tool      string
@@ -55,10 +57,16 @@ type invocation struct {
 	hash     string
 	decision string        // one of the approval outcomes
 	limit    time.Duration // the effective deadline, once running
-	ran      time.Time     // when the executor started
+	ran      time.Time     // when the tool started
 	timer    *time.Timer
-	executor *actor.PID
 	done     bool
+	// gen tells this call's messages (the tool's return, its deadline)
+	// from those of an earlier call of the same invoker.
+	gen uint64
+	// cancel ends the tool's context: its programs are killed. running is
+	// set while the tool's goroutine has not returned.
+	cancel  context.CancelFunc
+	running bool
 }
 
 // callContext is what the session knows that a call's gate and run need.
@@ -69,7 +77,7 @@ type callContext struct {
 	version protocol.Version
 	gate    gate.Policy
 	store   *spool.Store // the session's spooled outputs; nil keeps output in memory only
-	auditor *actor.PID   // nil: no audit log
+	auditor *auditWriter // nil: no audit log
 	// overrides are the cwd and env the session set for itself (nil:
 	// none); they reach the tool, the prompt and the audit record.
 	overrides *tools.Overrides
@@ -79,14 +87,27 @@ type callContext struct {
 	mrtr      *mrtrCall // the request's MRTR parts (stateless only)
 }
 
-// executorResult is what an executor reports to its invocation.
-type executorResult struct {
+// toolReturned carries the tool's return values from its goroutine to
+// the invoker.
+type toolReturned struct {
+	quiet
+	gen    uint64
 	result *protocol.CallToolResult
 	err    error
 }
 
+// toolPanicked carries a panic recovered in the tool's goroutine.
+type toolPanicked struct {
+	quiet
+	gen uint64
+	err *PanicError
+}
+
 // deadlineExpired fires when a call has run for its timeout.
-type deadlineExpired struct{ quiet }
+type deadlineExpired struct {
+	quiet
+	gen uint64
+}
 
 // trustGranted tells the session a person trusted tool for the rest of
 // the session, as long as it stays the tool they saw (fingerprint).
@@ -95,30 +116,47 @@ type trustGranted struct {
 	fingerprint [32]byte
 }
 
-// Receive implements actor.Actor.
-func (inv *invocation) Receive(ctx actor.Context) {
+// receive handles the messages of the call its invoker runs. Messages of
+// an earlier call of the same invoker (a late deadline) carry another gen
+// and are dropped.
+func (inv *invocation) receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		inv.start(ctx)
 	case *approvalDecided:
 		inv.approvalDecided(ctx, msg)
-	case *executorResult:
-		inv.executorReturned(ctx, msg)
+	case *toolReturned:
+		if msg.gen == inv.gen {
+			inv.running = false
+			inv.toolReturned(ctx, msg)
+		}
+	case *toolPanicked:
+		if msg.gen == inv.gen {
+			inv.running = false
+			inv.logAt(slog.LevelError, "tool panicked", "panic", msg.err.Value, "stack", string(msg.err.Stack))
+			inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool}, "panic")
+		}
 	case *deadlineExpired:
-		inv.deadline(ctx)
-	case *actor.Stopping:
-		if inv.timer != nil {
-			inv.timer.Stop()
+		if msg.gen == inv.gen {
+			inv.deadline(ctx)
 		}
-		if !inv.done {
-			// The session stopped the call: the client cancelled it, or
-			// the session ended. No response goes out (the spec says so
-			// for cancellation); the log and the audit log say what
-			// happened.
-			inv.done = true
-			inv.logAt(slog.LevelInfo, "call cancelled", "outcome", tools.KindCancelled, "duration", time.Since(inv.started))
-			inv.audit(ctx, string(tools.KindCancelled))
-		}
+	}
+}
+
+// stopping ends the call when its invoker stops: the client cancelled it,
+// the session ended, or the call is over but its tool still unwinds.
+func (inv *invocation) stopping(ctx actor.Context) {
+	if inv.cancel != nil {
+		inv.cancel()
+	}
+	if inv.timer != nil {
+		inv.timer.Stop()
+	}
+	if !inv.done {
+		// The session stopped the call: the client cancelled it, or the
+		// session ended. No response goes out (the spec says so for
+		// cancellation); the log and the audit log say what happened.
+		inv.done = true
+		inv.logAt(slog.LevelInfo, "call cancelled", "outcome", tools.KindCancelled, "duration", time.Since(inv.started))
+		inv.audit(ctx, string(tools.KindCancelled))
 	}
 }
 
@@ -231,13 +269,33 @@ func (inv *invocation) run(ctx actor.Context) {
 	}
 	inv.req.Output = out
 	req, tool := inv.req, inv.entry.Tool
-	inv.executor = ctx.Spawn(inv.exec.props(func() actor.Actor {
-		return &executor{tool: tool, req: req, deps: inv.exec}
-	}))
-	self, root := ctx.Self(), ctx.ActorSystem().Root
+	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, inv.gen
+	runCtx, cancel := context.WithCancel(context.Background())
+	inv.cancel, inv.running = cancel, true
 	inv.ran = time.Now()
-	inv.timer = time.AfterFunc(inv.limit, func() { root.Send(self, &deadlineExpired{}) })
+	inv.timer = time.AfterFunc(inv.limit, func() { root.Send(self, &deadlineExpired{gen: gen}) })
 	inv.logAt(slog.LevelDebug, "call started", "timeout", inv.limit)
+	deps := inv.exec
+	deps.running.Add(1)
+	// The tool runs on a pool worker, whose stack has already grown, like
+	// a mailbox does; a tool that blocks holds its worker and the pool
+	// starts another for the next one (see workerPool). Cancelling its
+	// context (a cancelled call, a deadline, the session's end) is how the
+	// end of a call reaches the tool and kills its programs.
+	deps.pool.Schedule(func() {
+		defer deps.running.Done()
+		defer cancel()
+		if req.Output != nil {
+			defer req.Output.Close()
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				root.Send(self, &toolPanicked{gen: gen, err: &PanicError{Value: r, Stack: debug.Stack()}})
+			}
+		}()
+		res, err := tool.Call(runCtx, req)
+		root.Send(self, &toolReturned{gen: gen, result: res, err: err})
+	})
 }
 
 func (inv *invocation) newOutput() (*spool.Output, error) {
@@ -247,13 +305,13 @@ func (inv *invocation) newOutput() (*spool.Output, error) {
 	return inv.call.store.Create(inv.cid)
 }
 
-// deadline stops the executor — which kills the call's processes — and
+// deadline cancels the tool — which kills the call's processes — and
 // answers with what the call wrote so far.
 func (inv *invocation) deadline(ctx actor.Context) {
 	if inv.done {
 		return
 	}
-	ctx.Poison(inv.executor)
+	inv.cancel()
 	msg := fmt.Sprintf("%s did not finish within %s and was stopped.", inv.tool, inv.limit)
 	res := (&tools.Error{Kind: tools.KindDeadlineExceeded, Message: msg + excerpts(inv.req.Output)}).Result(inv.cid)
 	if s, ok := tools.Implements[tools.Stopper](inv.entry.Tool); ok {
@@ -262,7 +320,7 @@ func (inv *invocation) deadline(ctx actor.Context) {
 	inv.answer(ctx, res, string(tools.KindDeadlineExceeded))
 }
 
-func (inv *invocation) executorReturned(ctx actor.Context, msg *executorResult) {
+func (inv *invocation) toolReturned(ctx actor.Context, msg *toolReturned) {
 	var input *tools.InputRequired
 	switch {
 	case errors.As(msg.err, &input) && inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.sealer != nil:
@@ -316,8 +374,18 @@ func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult
 	}
 	inv.logAt(level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
 	inv.audit(ctx, outcome)
-	ctx.Send(ctx.Parent(), &callFinished{id: inv.id, from: ctx.Self(), result: result})
-	ctx.Stop(ctx.Self())
+	inv.finished(ctx, &callFinished{id: inv.id, from: ctx.Self(), result: result})
+}
+
+// finished sends the call's one answer to the session. The invoker can
+// run another call at once unless this one's tool is still unwinding (a
+// deadline): then the session stops it.
+func (inv *invocation) finished(ctx actor.Context, msg *callFinished) {
+	if inv.timer != nil {
+		inv.timer.Stop()
+	}
+	msg.reusable = !inv.running
+	ctx.Send(ctx.Parent(), msg)
 }
 
 func (inv *invocation) output() *spool.Output {
@@ -382,21 +450,7 @@ func (inv *invocation) audit(ctx actor.Context, outcome string) {
 		r.StdoutBytes, r.StderrBytes = out.Stdout.Total(), out.Stderr.Total()
 		r.ExitStatus = out.ExitStatus()
 	}
-	ctx.Send(inv.call.auditor, r)
-}
-
-// HandleFailure makes the invocation the supervisor of its approval and
-// executor: a panic there becomes an internal-error result whose
-// correlation id leads to the stack in the log.
-func (inv *invocation) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
-	_ *actor.RestartStatistics, reason any, _ any) {
-	value, stack := panicDetails(reason)
-	inv.logAt(slog.LevelError, "tool panicked", "panic", value, "stack", stack)
-	sup.StopChildren(child)
-	if !inv.done {
-		self := sup.(actor.Context)
-		inv.fail(self, &tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool}, "panic")
-	}
+	inv.call.auditor.record(r)
 }
 
 func quote(s string) string {

@@ -308,6 +308,5 @@ func (inv *invocation) answerOther(ctx actor.Context, other any, outcome string)
 	inv.done = true
 	inv.logAt(slog.LevelInfo, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
 	inv.audit(ctx, outcome)
-	ctx.Send(ctx.Parent(), &callFinished{id: inv.id, from: ctx.Self(), other: other})
-	ctx.Stop(ctx.Self())
+	inv.finished(ctx, &callFinished{id: inv.id, from: ctx.Self(), other: other})
 }

@@ -123,6 +123,9 @@ type callFinished struct {
 	// other, when set, is the answer instead of result: a 2026-07-28
 	// input_required result, or a *jsonrpc2.Error.
 	other any
+	// reusable: the invoker can run the session's next call (its tool
+	// has returned); else the session stops it.
+	reusable bool
 }
 
 // invocationGone is the session's note to itself that an invocation has
@@ -190,6 +193,7 @@ type session struct {
 	overrides   *tools.Overrides                // the cwd and env this session set for itself; nil: none
 	current     *modernCall                     // the 2026-07-28 request being dispatched (stateless.go); nil else
 	subs        map[jsonrpc2.ID]subscription    // open 2026-07-28 subscriptions/listen requests, by id
+	idle        []*actor.PID                    // invokers waiting for the next call (invoker.go)
 }
 
 // newSession makes sessions with opts, which has its defaults applied and
@@ -518,12 +522,24 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	if p.Meta != nil && p.Meta.TimeoutMs != nil && *p.Meta.TimeoutMs > 0 {
 		inv.requested = time.Duration(*p.Meta.TimeoutMs) * time.Millisecond
 	}
-	call.pid = ctx.Spawn(s.exec.props(func() actor.Actor { return inv }))
+	call.pid = s.invoker(ctx)
+	ctx.Send(call.pid, &startCall{inv: inv})
 	if s.calls == nil { // made on first use: an idle session costs less
 		s.calls, s.byPID = map[jsonrpc2.ID]*inflight{}, map[string]jsonrpc2.ID{}
 	}
 	s.calls[req.ID] = call
 	s.byPID[call.pid.Id] = req.ID
+}
+
+// invoker is an idle invoker for the next call, or a new one.
+func (s *session) invoker(ctx actor.Context) *actor.PID {
+	if n := len(s.idle); n > 0 {
+		pid := s.idle[n-1]
+		s.idle[n-1] = nil
+		s.idle = s.idle[:n-1]
+		return pid
+	}
+	return ctx.Spawn(s.exec.props(func() actor.Actor { return &invoker{} }))
 }
 
 // trustedPrint is the fingerprint of tool as a person trusted it in this
@@ -558,31 +574,57 @@ func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
 	s.root.Send(s.parent, &Unanswered{ID: id})
 }
 
-// finish sends an invocation's result, unless the call was cancelled.
+// finish sends an invocation's result, unless the call was cancelled,
+// and keeps its invoker for the next call or stops it.
 func (s *session) finish(ctx actor.Context, msg *callFinished) {
 	call, ok := s.calls[msg.id]
 	if !ok || call.cancelled || call.answered || (msg.from != nil && !call.pid.Equal(msg.from)) {
-		return
+		return // a cancelled call's invoker is stopping already
 	}
 	call.answered = true
 	switch o := msg.other.(type) {
 	case *jsonrpc2.Error:
 		s.send(&jsonrpc2.Response{ID: msg.id, Error: o})
-		return
 	case nil:
+		v := s.version
+		if call.modern != nil {
+			v = call.modern.Version
+		}
+		s.reply(msg.id, protocol.ShapeResult(v, msg.result))
 	default:
 		s.reply(msg.id, o)
+	}
+	if !msg.reusable {
+		ctx.Stop(call.pid) // its tool still unwinds; childEnded forgets the call
 		return
 	}
-	v := s.version
-	if call.modern != nil {
-		v = call.modern.Version
+	s.callEnded(msg.id, call.pid)
+	if s.draining || len(s.idle) >= maxIdleInvokers {
+		ctx.Stop(call.pid)
+	} else {
+		s.idle = append(s.idle, call.pid)
 	}
-	s.reply(msg.id, protocol.ShapeResult(v, msg.result))
+	if s.draining && len(s.calls) == 0 {
+		ctx.Stop(ctx.Self())
+	}
 }
 
-// childEnded forgets an invocation once it has stopped.
+// callEnded forgets call id, run by invoker pid: its pending requests to
+// the client are withdrawn.
+func (s *session) callEnded(id jsonrpc2.ID, pid *actor.PID) {
+	delete(s.byPID, pid.Id)
+	delete(s.calls, id)
+	s.failClientRequests(&id, "the call ended")
+}
+
+// childEnded forgets an invoker once it has stopped, and its call.
 func (s *session) childEnded(ctx actor.Context, who *actor.PID) {
+	for i, pid := range s.idle {
+		if pid.Equal(who) {
+			s.idle = append(s.idle[:i], s.idle[i+1:]...)
+			break
+		}
+	}
 	id, ok := s.byPID[who.Id]
 	if !ok {
 		return
