@@ -42,3 +42,37 @@ func TestAuditBatchesABurst(t *testing.T) {
 		t.Fatalf("verify: %d records, %v; want %d", n, err, calls)
 	}
 }
+
+// TestCancelledCallsAreAuditedOnce cancels calls right after sending them,
+// so some are cancelled before their invoker took them and some while they
+// run: each still has exactly one record.
+func TestCancelledCallsAreAuditedOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path, audit.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	c := newClient(t, Options{Audit: log, Session: SessionOptions{MaxInFlight: 1000}}, blockTool(nil, nil))
+	c.initialize("2025-06-18")
+	const calls = 200
+	for i := range calls {
+		c.request(i+1, "tools/call", map[string]any{"name": "block"})
+		c.notify("notifications/cancelled", map[string]any{"requestId": i + 1})
+	}
+	c.request(calls+1, "ping", nil)
+	c.recv()
+	c.closeInput()
+	<-c.done
+	if !c.host.Close(5 * time.Second) {
+		t.Fatal("host did not close")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n, err := audit.Verify(f); err != nil || n != calls {
+		t.Fatalf("verify: %d records, %v; want %d", n, err, calls)
+	}
+}

@@ -78,30 +78,34 @@ func (p *workerPool) close() {
 }
 
 // newHostDeps makes the dependencies a Host's actors share. The options
-// every actor gets are made here once: each tool call spawns two actors.
+// every actor gets are made here once.
 func newHostDeps(secrets *redact.Live, deliveries *atomic.Int64) *hostDeps {
 	d := &hostDeps{secrets: secrets, pool: newWorkerPool()}
 	middleware := []actor.ReceiverMiddleware{capturePanics}
+	var counting []actor.PropsOption
 	if deliveries != nil {
 		middleware = append(middleware, countDeliveries(deliveries))
+		counting = append(counting, actor.WithReceiverMiddleware(countDeliveries(deliveries)))
 	}
 	d.propsOpts = []actor.PropsOption{actor.WithReceiverMiddleware(middleware...), actor.WithDispatcher(d.pool)}
-	d.idleMailbox = actor.WithMailbox(actor.UnboundedLockfree())
+	d.sessionOpts = append([]actor.PropsOption{actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(d.pool)}, counting...)
+	d.invokerProps = d.props(func() actor.Actor { return &invoker{} })
 	return d
 }
 
-// longLivedProps are props for the actors that live as long as a client
-// (connections, HTTP sessions, sessions), which are idle most of the
-// time: their mailbox is a linked queue that holds nothing while empty,
-// where the default one keeps a ring of slots (about 220 bytes an actor)
-// for good. Short-lived, busy actors (invocations, executors) keep the
-// ring, which costs no allocation per message.
-func (d *hostDeps) longLivedProps(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
-	return d.props(producer, append(opts, d.idleMailbox)...)
+// sessionProps are the props of sessions, which live as long as a client
+// and are idle most of the time. Their mailbox is a linked queue that
+// holds nothing while empty, where the default one keeps a ring of slots
+// (about 220 bytes an actor) for good. They have no receiver middleware:
+// protoactor gives an actor with middleware a context of extras (about
+// 180 bytes) for good, so a session records its panics' stacks itself
+// (session.Receive defers rethrowWithStack).
+func (d *hostDeps) sessionProps(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
+	return actor.PropsFromProducer(producer, append(opts, d.sessionOpts...)...)
 }
 
-// props are the Props of every troupe actor: its producer, run by the
-// Host's worker pool, with panics recorded (capturePanics) before the
+// props are the Props of every other troupe actor: its producer, run by
+// the Host's worker pool, with panics recorded (capturePanics) before the
 // supervisor sees them.
 func (d *hostDeps) props(producer actor.Producer, opts ...actor.PropsOption) *actor.Props {
 	if len(opts) == 0 {

@@ -24,15 +24,20 @@ func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
 // stack), then panics again so supervision proceeds as usual.
 func capturePanics(next actor.ReceiverFunc) actor.ReceiverFunc {
 	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(*PanicError); ok {
-					panic(r)
-				}
-				panic(&PanicError{Value: r, Stack: debug.Stack()})
-			}
-		}()
+		defer rethrowWithStack()
 		next(c, env)
+	}
+}
+
+// rethrowWithStack, deferred, turns a panic into a *PanicError with the
+// stack where it happened and panics again, so supervision proceeds as
+// usual with a reason that can be logged in full.
+func rethrowWithStack() {
+	if r := recover(); r != nil {
+		if _, ok := r.(*PanicError); ok {
+			panic(r)
+		}
+		panic(&PanicError{Value: r, Stack: debug.Stack()})
 	}
 }
 

@@ -1,9 +1,15 @@
 package actors
 
 import (
+	"context"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/tools"
 )
 
 // hopBudget is the most mailbox deliveries one tools/call of an in-process
@@ -46,5 +52,57 @@ func settle(n *atomic.Int64) {
 		} else {
 			last = cur
 		}
+	}
+}
+
+// TestHopBudgetHTTP counts the deliveries of sequential calls in an HTTP
+// session, whose one actor routes the answers into the POST streams
+// itself.
+func TestHopBudgetHTTP(t *testing.T) {
+	var n atomic.Int64
+	reg, err := tools.NewRegistry(echoTool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := NewHost(Options{Logger: testLogger(t), deliveries: &n, Session: SessionOptions{Registry: reg}})
+	defer host.Close(5 * time.Second)
+	s, err := host.StartHTTPSession("s-hops", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	call := func(id int, method string, params string) {
+		t.Helper()
+		raw := json.RawMessage(params)
+		st := s.Request(&jsonrpc2.Request{ID: jsonrpc2.ID{Num: uint64(id)}, Method: method, Params: &raw}, false)
+		for after := uint64(0); ; {
+			events, done, err := st.Read(context.Background(), after, 5*time.Second)
+			if err != nil || (done && len(events) == 0) {
+				t.Fatalf("%s: no answer (%v)", method, err)
+			}
+			for _, e := range events {
+				if e.Final {
+					s.Delivered(st)
+					return
+				}
+				after = e.Seq
+			}
+		}
+	}
+	call(1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+	s.Notify(&jsonrpc2.Request{Method: "notifications/initialized", Notif: true})
+	call(2, "tools/call", `{"name":"echo"}`) // warm: the session keeps the invoker
+	settle(&n)
+	const calls = 50
+	before := n.Load()
+	for i := range calls {
+		call(3+i, "tools/call", `{"name":"echo"}`)
+	}
+	settle(&n)
+	per := float64(n.Load()-before) / calls
+	t.Logf("%.2f deliveries per call", per)
+	// Each call also sends streamDelivered; the budget is the call's own.
+	if per-1 > hopBudget {
+		t.Fatalf("%.2f mailbox deliveries per call (one of them the front's streamDelivered), budget %d", per, hopBudget)
 	}
 }

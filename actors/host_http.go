@@ -45,16 +45,17 @@ type HTTPSession struct {
 	owner   any // the credential the session was created with (compared by the front)
 	pid     *actor.PID
 	root    *actor.RootContext
-	version atomic.Pointer[protocol.Version] // mirrors the negotiated version
-	posts   atomic.Uint64                    // numbers POST streams ("p1", "p2", …)
-	limits  HTTPOptions
+	version atomic.Uint32 // mirrors the negotiated version: its index in protocol.AllVersions, plus one
+	posts   atomic.Uint64 // numbers POST streams ("p1", "p2", …)
+	limits  *HTTPOptions
 	onEnd   func()
 
 	// The end of the session, for the HTTP front's waiters. Not a
 	// context: a context keeps the map its AfterFunc registrations used
 	// after they are stopped, a few hundred bytes on every idle session.
 	endMu   sync.Mutex
-	done    chan struct{} // closed when the session has ended
+	isEnded atomic.Bool
+	done    chan struct{} // made by the first Done (an idle session has none); closed at the end
 	waiters []endWaiter   // a slice: a session has few requests waiting at once
 	waiter  uint64
 }
@@ -69,8 +70,7 @@ type endWaiter struct {
 // front, unguessable). owner is kept for the front to compare; onEnd runs
 // once when the session has ended, for whatever reason.
 func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*HTTPSession, error) {
-	s := &HTTPSession{id: id, owner: owner, root: h.system.Root, onEnd: onEnd, limits: h.opts.http,
-		done: make(chan struct{})}
+	s := &HTTPSession{id: id, owner: owner, root: h.system.Root, onEnd: onEnd, limits: &h.opts.http}
 	res, err := h.system.Root.RequestFuture(h.server, &serveHTTP{handle: s}, 10*time.Second).Result()
 	if err != nil {
 		return nil, fmt.Errorf("start http session: %w", err)
@@ -81,13 +81,14 @@ func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*HTTPSessio
 
 func (s *HTTPSession) ended() {
 	s.endMu.Lock()
-	select {
-	case <-s.done:
+	if s.isEnded.Load() {
 		s.endMu.Unlock()
 		return
-	default:
 	}
-	close(s.done)
+	s.isEnded.Store(true)
+	if s.done != nil {
+		close(s.done)
+	}
 	waiters := s.waiters
 	s.waiters = nil
 	s.endMu.Unlock()
@@ -106,11 +107,9 @@ func (s *HTTPSession) ended() {
 func (s *HTTPSession) AfterEnd(f func()) (stop func() bool) {
 	s.endMu.Lock()
 	defer s.endMu.Unlock()
-	select {
-	case <-s.done:
+	if s.isEnded.Load() {
 		go f()
 		return func() bool { return false }
-	default:
 	}
 	s.waiter++
 	key := s.waiter
@@ -132,14 +131,7 @@ func (s *HTTPSession) AfterEnd(f func()) (stop func() bool) {
 }
 
 // Ended reports whether the session has ended.
-func (s *HTTPSession) Ended() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
+func (s *HTTPSession) Ended() bool { return s.isEnded.Load() }
 
 // ID is the session id (the Mcp-Session-Id header).
 func (s *HTTPSession) ID() string { return s.id }
@@ -149,14 +141,26 @@ func (s *HTTPSession) Owner() any { return s.owner }
 
 // Version is the negotiated protocol version, "" before initialize.
 func (s *HTTPSession) Version() protocol.Version {
-	if v := s.version.Load(); v != nil {
-		return *v
-	}
-	return ""
+	return protocol.VersionAt(s.version.Load())
 }
 
 // Done is closed when the session has ended.
-func (s *HTTPSession) Done() <-chan struct{} { return s.done }
+func (s *HTTPSession) Done() <-chan struct{} {
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	if s.done == nil {
+		s.done = make(chan struct{})
+		if s.isEnded.Load() {
+			close(s.done)
+		}
+	}
+	return s.done
+}
+
+// setVersion mirrors the negotiated version for the HTTP front.
+func (s *HTTPSession) setVersion(v protocol.Version) {
+	s.version.Store(protocol.VersionIndex(v))
+}
 
 // Request delivers a request; its response, and with sse the messages
 // related to it, arrive on the returned stream.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -67,6 +68,21 @@ type invocation struct {
 	// set while the tool's goroutine has not returned.
 	cancel  context.CancelFunc
 	running bool
+	// claimed is taken once, by whichever comes first: the invoker as it
+	// starts the call, or the session as it cancels or ends a call whose
+	// startCall its invoker has not taken yet (a stop overtakes the
+	// queued startCall). The loser leaves the call alone, so a call is
+	// started, or recorded as cancelled unstarted, exactly once.
+	claimed atomic.Bool
+}
+
+// unstarted records a call that was cancelled (or whose session ended)
+// before its invoker took it: nothing ran, and the log and the audit log
+// say so. The session calls it after winning claimed.
+func (inv *invocation) unstarted() {
+	inv.cid, inv.started, inv.done = newCorrelationID(), time.Now(), true
+	inv.logAt(slog.LevelInfo, "call cancelled before it started", "outcome", tools.KindCancelled)
+	inv.audit(string(tools.KindCancelled))
 }
 
 // callContext is what the session knows that a call's gate and run need.
@@ -156,7 +172,7 @@ func (inv *invocation) stopping(ctx actor.Context) {
 		// cancellation); the log and the audit log say what happened.
 		inv.done = true
 		inv.logAt(slog.LevelInfo, "call cancelled", "outcome", tools.KindCancelled, "duration", time.Since(inv.started))
-		inv.audit(ctx, string(tools.KindCancelled))
+		inv.audit(string(tools.KindCancelled))
 	}
 }
 
@@ -373,7 +389,7 @@ func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult
 		level = slog.LevelWarn
 	}
 	inv.logAt(level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
-	inv.audit(ctx, outcome)
+	inv.audit(outcome)
 	inv.finished(ctx, &callFinished{id: inv.id, from: ctx.Self(), result: result})
 }
 
@@ -427,7 +443,7 @@ func excerpts(out *spool.Output) string {
 }
 
 // audit sends the call's record to the auditor, if there is one.
-func (inv *invocation) audit(ctx actor.Context, outcome string) {
+func (inv *invocation) audit(outcome string) {
 	if inv.call.auditor == nil {
 		return
 	}

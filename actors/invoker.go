@@ -35,6 +35,9 @@ const maxIdleInvokers = 8
 func (w *invoker) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *startCall:
+		if !msg.inv.claimed.CompareAndSwap(false, true) {
+			return // the session cancelled it before it started
+		}
 		w.gen++
 		w.cur = msg.inv
 		w.cur.gen = w.gen

@@ -307,6 +307,6 @@ func (inv *invocation) answerOther(ctx actor.Context, other any, outcome string)
 	}
 	inv.done = true
 	inv.logAt(slog.LevelInfo, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
-	inv.audit(ctx, outcome)
+	inv.audit(outcome)
 	inv.finished(ctx, &callFinished{id: inv.id, from: ctx.Self(), other: other})
 }

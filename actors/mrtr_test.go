@@ -103,7 +103,7 @@ func TestStatelessApprovalThroughMRTROnStdio(t *testing.T) {
 	b := []byte(ir.RequestState)
 	b[len(b)/2] ^= 1
 	retryModern(c, 7, args, string(b), "once")
-	refused("tampered state", "modified or forged")
+	refused("tampered state", "requestState") // forged, or no longer base64url
 	retryModern(c, 8, args, ir.RequestState, "deny")
 	if r := c.toolResult(c.recv()); !r.IsError || runs.Load() != 1 {
 		t.Fatalf("denied: runs=%d %+v", runs.Load(), r)

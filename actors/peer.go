@@ -135,7 +135,7 @@ func (s *session) sendClientRequest(msg *clientRequest) {
 		s.pending = map[jsonrpc2.ID]*pendingRequest{}
 	}
 	s.pending[id] = &pendingRequest{reply: msg.reply, related: msg.related}
-	s.root.Send(s.parent, &Outbound{Message: &jsonrpc2.Request{ID: id, Method: msg.method, Params: raw}, Related: msg.related})
+	s.out.send(&Outbound{Message: &jsonrpc2.Request{ID: id, Method: msg.method, Params: raw}, Related: msg.related})
 }
 
 // clientResponded hands a client's response to whoever waits for it.

@@ -28,6 +28,8 @@ type server struct {
 	httpLive int                   // how many of live are HTTP sessions
 	sweep    *time.Timer           // the next idleSweep, while HTTP sessions live
 	waiters  []*actor.PID          // stopAll requests to answer once live is empty
+	props    *actor.Props          // every session's (spawn)
+	next     *session              // the session props' producer hands over
 }
 
 // idleSweep makes the server ask every HTTP session whether it has been
@@ -79,13 +81,15 @@ func (s *server) Receive(ctx actor.Context) {
 			ctx.Send(pid, msg)
 		}
 	case *serveStream:
-		ctx.Respond(s.spawn(ctx, "conn", func() actor.Actor {
-			return &connection{in: msg.in, out: msg.out, opts: s.opts, sessionOpts: s.session, log: s.log, done: msg.done}
-		}))
+		out := &stdioOutlet{in: msg.in, out: msg.out, done: msg.done, opts: s.opts, log: s.log}
+		ctx.Respond(s.spawn(ctx, "conn", newSession(s.session, s.log, s.opts.exec, out)))
 	case *serveHTTP:
-		ctx.Respond(s.spawn(ctx, "http", func() actor.Actor {
-			return &httpConn{handle: msg.handle, opts: s.opts, sessionOpts: s.session, log: s.log}
-		}))
+		log := s.log.With("http_session", msg.handle.id[:min(8, len(msg.handle.id))])
+		out := &httpOutlet{handle: msg.handle, opts: s.opts, log: log}
+		owner, _ := msg.handle.owner.([32]byte)
+		sess := newSession(s.session, log, s.opts.exec, out)
+		sess.httpOwner = &owner
+		ctx.Respond(s.spawn(ctx, "http", sess))
 		s.httpLive++
 		s.armSweep(ctx)
 	case *idleSweep:
@@ -117,12 +121,26 @@ func (s *server) Receive(ctx actor.Context) {
 	}
 }
 
-// spawn starts a connection or session actor under the guardian. The actor
-// reports its end with *ended (cheaper per idle session than Watch, whose
-// watcher set every watched actor would carry).
-func (s *server) spawn(ctx actor.Context, prefix string, producer actor.Producer) *actor.PID {
-	props := s.opts.exec.longLivedProps(producer, actor.WithGuardian(s.guardian))
-	pid := ctx.ActorSystem().Root.SpawnPrefix(props, prefix)
+// spawn starts a session actor under the guardian. The actor reports its
+// end with *ended (cheaper per idle session than Watch, whose watcher set
+// every watched actor would carry).
+//
+// Every session is spawned with the same Props, made once: Props are a few
+// hundred bytes that protoactor keeps with each actor, so one per session
+// would be a third of an idle session's cost. Its producer hands over the
+// session the server made just before; protoactor calls it inside
+// SpawnPrefix, on this goroutine (and never again: sessions are resumed
+// after a failure, not restarted).
+func (s *server) spawn(ctx actor.Context, prefix string, a *session) *actor.PID {
+	if s.props == nil {
+		s.props = s.opts.exec.sessionProps(func() actor.Actor {
+			next := s.next
+			s.next = nil
+			return next
+		}, actor.WithGuardian(s.guardian))
+	}
+	s.next = a
+	pid := ctx.ActorSystem().Root.SpawnPrefix(s.props, prefix)
 	s.live[pid.Id] = pid
 	return pid
 }
@@ -146,15 +164,21 @@ func (s *server) answerWaiters(ctx actor.Context) {
 	s.waiters = nil
 }
 
-// sessionGuardian supervises connections and HTTP sessions: a panicking
-// one is logged and resumed; the others never notice. One value per Host:
-// protoactor keys guardians by strategy.
+// sessionGuardian supervises sessions: a panic while one handled a message
+// is logged with a correlation id, the session resumes with its state
+// intact and answers that request with an internal error carrying the id
+// (panicked), so the client's session survives a bug in one request and
+// the other sessions never notice. One value per Host: protoactor keys
+// guardians by strategy.
 type sessionGuardian struct{ log *slog.Logger }
 
 // HandleFailure implements actor.SupervisorStrategy.
-func (g *sessionGuardian) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
-	_ *actor.RestartStatistics, reason any, _ any) {
+func (g *sessionGuardian) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
+	_ *actor.RestartStatistics, reason any, message any) {
 	value, stack := panicDetails(reason)
-	g.log.Error("connection failed; resuming", "connection", child.Id, "panic", value, "stack", stack)
+	cid := newCorrelationID()
+	g.log.Error("session failed handling a message; resuming", "session", child.Id, "correlation_id", cid,
+		"panic", value, "stack", stack)
 	sup.ResumeChildren(child)
+	system.Root.Send(child, &panicked{message: message, cid: cid})
 }

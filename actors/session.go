@@ -93,8 +93,9 @@ type InboundResponse struct{ Response *jsonrpc2.Response }
 // complete within Grace, then stop what is left and end.
 type Drain struct{ Grace time.Duration }
 
-// Outbound asks the session's parent to write Message (a *jsonrpc2.Response
-// or a notification *jsonrpc2.Request) to the client. Related is the id of
+// Outbound is one message the session hands its transport (outlet) for
+// the client: Message (a *jsonrpc2.Response, or a *jsonrpc2.Request for a
+// notification or a server-to-client request). Related is the id of
 // the client request a notification belongs to (a call's progress), nil
 // when it belongs to none; transports with several streams use it to pick
 // the stream.
@@ -106,14 +107,6 @@ type Outbound struct {
 	// client keeps up. Transports must call it exactly once.
 	Written func()
 }
-
-// Unanswered tells the session's parent that request ID will never get a
-// response (it was cancelled), so a batch waiting for it can complete.
-type Unanswered struct{ ID jsonrpc2.ID }
-
-// Negotiated tells the session's parent the protocol revision the session
-// now speaks, for transport rules that depend on it (batches).
-type Negotiated struct{ Version protocol.Version }
 
 // callFinished is an invocation's answer, sent to its session.
 type callFinished struct {
@@ -134,10 +127,6 @@ type invocationGone struct {
 	quiet
 	pid *actor.PID
 }
-
-// clientGone tells the session its client can send nothing more (stdin
-// ended), so server-to-client requests will never be answered.
-type clientGone struct{}
 
 // drainDeadline fires when a draining session's grace period is over.
 type drainDeadline struct{ quiet }
@@ -161,6 +150,9 @@ type inflight struct {
 	// modern is the call's own _meta when it came as a 2026-07-28
 	// request (its version and log level, not the session's); nil else.
 	modern *protocol.ModernRequest
+	// inv is the call, for the session to record it when it is cancelled
+	// before its invoker took it (invocation.claimed).
+	inv *invocation
 }
 
 // session is the MCP session actor: it owns everything the protocol says
@@ -185,8 +177,8 @@ type session struct {
 	exec        *hostDeps
 	pending     map[jsonrpc2.ID]*pendingRequest // server-to-client requests awaiting answers
 	nextRequest uint64                          // id of the last server-to-client request
-	root        *actor.RootContext              // for sends outside Receive (HandleFailure, timers)
-	parent      *actor.PID                      // the connection: writes what the session sends
+	root        *actor.RootContext              // for sends outside Receive (timers)
+	out         outlet                          // the transport: where what the session sends goes
 	trusted     map[string][32]byte             // tools a person trusted for this session, by fingerprint
 	store       *spool.Store                    // calls' full output; made on first call (outputStore)
 	storeShared bool                            // store is the HTTP caller's, not the session's (stateless_store.go)
@@ -196,20 +188,28 @@ type session struct {
 	idle        []*actor.PID                    // invokers waiting for the next call (invoker.go)
 }
 
-// newSession makes sessions with opts, which has its defaults applied and
-// is shared by every session (never changed, so it is copied by no one).
-func newSession(opts *SessionOptions, log *slog.Logger, exec *hostDeps) actor.Producer {
-	return func() actor.Actor {
-		id := newSessionID()
-		return &session{
-			opts:     opts,
-			id:       id,
-			log:      log.With("session", id),
-			level:    opts.DefaultLogLevel,
-			registry: opts.Registry,
-			exec:     exec,
-		}
+// newSession makes a session with opts, which has its defaults applied and
+// is shared by every session (never changed, so it is copied by no one),
+// served through out.
+func newSession(opts *SessionOptions, log *slog.Logger, exec *hostDeps, out outlet) *session {
+	id := newSessionID()
+	return &session{
+		opts:     opts,
+		id:       id,
+		log:      log.With("session", id),
+		level:    opts.DefaultLogLevel,
+		registry: opts.Registry,
+		exec:     exec,
+		out:      out,
 	}
+}
+
+// panicked tells a session that it panicked handling message, which its
+// guardian resumed it from: a request gets an internal error with the
+// correlation id of the log line that has the stack.
+type panicked struct {
+	message any
+	cid     string
 }
 
 // logAllowed takes a token from the session's notification rate limiter,
@@ -226,15 +226,20 @@ func newSessionID() string { return "s-" + newCorrelationID()[2:] }
 
 // Receive implements actor.Actor.
 func (s *session) Receive(ctx actor.Context) {
+	defer rethrowWithStack() // sessions have no capturePanics middleware (sessionProps)
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		s.root, s.parent = ctx.ActorSystem().Root, ctx.Parent()
+		s.root = ctx.ActorSystem().Root
+		s.out.start(ctx, s)
 		s.log.Debug("session started")
+	case *panicked:
+		s.recovered(msg)
 	case *Inbound:
 		s.handle(ctx, msg.Request)
 	case *callFinished:
 		s.finish(ctx, msg)
 	case *InboundResponse:
+		s.out.touch()
 		s.clientResponded(msg.Response)
 	case *clientRequest:
 		s.sendClientRequest(msg)
@@ -250,8 +255,6 @@ func (s *session) Receive(ctx actor.Context) {
 		s.log.Info("tool trusted for the session", "tool", msg.tool)
 	case *Drain:
 		s.drain(ctx, msg.Grace)
-	case *clientGone:
-		s.failClientRequests(nil, "the client can no longer answer (its input ended)")
 	case *registryChanged:
 		s.toolsChanged(msg.registry)
 	case *drainDeadline:
@@ -267,9 +270,33 @@ func (s *session) Receive(ctx actor.Context) {
 			s.timer.Stop()
 		}
 		s.failClientRequests(nil, "the session ended")
+		for _, call := range s.calls {
+			if !call.answered && call.inv.claimed.CompareAndSwap(false, true) {
+				call.inv.unstarted()
+			}
+		}
 		s.dropStore()
+		s.out.stopping()
 	case *actor.Stopped:
 		s.log.Debug("session ended")
+		s.out.stopped(ctx)
+	default:
+		s.out.receive(ctx, s, msg)
+	}
+}
+
+// recovered answers the request the session panicked on.
+func (s *session) recovered(p *panicked) {
+	var req *jsonrpc2.Request
+	switch m := p.message.(type) {
+	case *Inbound:
+		req = m.Request
+	case *httpRequest:
+		req = m.req
+	}
+	if req != nil && !req.Notif {
+		s.send(&jsonrpc2.Response{ID: req.ID,
+			Error: protocol.NewError(protocol.CodeInternalError, "internal error", map[string]string{"correlationId": p.cid})})
 	}
 }
 
@@ -377,7 +404,7 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 	if over != nil {
 		s.log.Info("session sets its own working directory and environment", "cwd", over.Cwd, "env", envNames(over))
 	}
-	s.root.Send(s.parent, &Negotiated{Version: s.version})
+	s.out.negotiated(s.version)
 
 	info := s.opts.ServerInfo
 	if !s.version.HasTitles() {
@@ -522,7 +549,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	if p.Meta != nil && p.Meta.TimeoutMs != nil && *p.Meta.TimeoutMs > 0 {
 		inv.requested = time.Duration(*p.Meta.TimeoutMs) * time.Millisecond
 	}
-	call.pid = s.invoker(ctx)
+	call.pid, call.inv = s.invoker(ctx), inv
 	ctx.Send(call.pid, &startCall{inv: inv})
 	if s.calls == nil { // made on first use: an idle session costs less
 		s.calls, s.byPID = map[jsonrpc2.ID]*inflight{}, map[string]jsonrpc2.ID{}
@@ -539,7 +566,7 @@ func (s *session) invoker(ctx actor.Context) *actor.PID {
 		s.idle = s.idle[:n-1]
 		return pid
 	}
-	return ctx.Spawn(s.exec.props(func() actor.Actor { return &invoker{} }))
+	return ctx.Spawn(s.exec.invokerProps)
 }
 
 // trustedPrint is the fingerprint of tool as a person trusted it in this
@@ -570,8 +597,11 @@ func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
 	}
 	call.cancelled = true
 	s.log.Info("call cancelled by client", "id", id.String(), "tool", call.tool, "reason", p.Reason)
+	if call.inv.claimed.CompareAndSwap(false, true) {
+		call.inv.unstarted()
+	}
 	ctx.Stop(call.pid)
-	s.root.Send(s.parent, &Unanswered{ID: id})
+	s.out.unanswered(id)
 }
 
 // finish sends an invocation's result, unless the call was cancelled,
@@ -758,10 +788,9 @@ func (s *session) fail(id jsonrpc2.ID, code int64, message string) {
 	s.send(&jsonrpc2.Response{ID: id, Error: protocol.NewError(code, message, map[string]string{"correlationId": cid})})
 }
 
-// send hands a message to the parent for writing. It goes through the actor
-// system's root so it works from HandleFailure as well as from Receive.
+// send hands a message to the transport for the client.
 func (s *session) send(msg any) {
-	s.root.Send(s.parent, &Outbound{Message: msg})
+	s.out.send(&Outbound{Message: msg})
 }
 
 // notice relays a running tool's progress or log message to the client:
@@ -836,7 +865,7 @@ func (s *session) notifyWritten(method string, params any, related *jsonrpc2.ID,
 		raw := json.RawMessage(b)
 		req.Params = &raw
 	}
-	s.root.Send(s.parent, &Outbound{Message: req, Related: related, Written: written})
+	s.out.send(&Outbound{Message: req, Related: related, Written: written})
 	return true
 }
 

@@ -387,14 +387,13 @@ func TestDrainGraceStopsStragglers(t *testing.T) {
 
 // TestSessionSurvivesAPanic injects a fault the real read path cannot
 // produce (an Inbound without a request, which makes the session's Receive
-// panic) and checks that the connection resumes the session with its state:
+// panic) and checks that its guardian resumes the session with its state:
 // still initialized, still serving.
 func TestSessionSurvivesAPanic(t *testing.T) {
 	logs := &recorder{}
 	c := newClient(t, Options{Logger: slog.New(logs)}, echoTool())
 	c.initialize("2025-06-18")
-	session := c.host.system.NewLocalPID(c.conn.Id + "/" + sessionName)
-	c.host.system.Root.Send(session, &Inbound{})
+	c.host.system.Root.Send(c.conn, &Inbound{})
 	c.request(1, "tools/call", map[string]any{"name": "echo"})
 	if r := c.toolResult(c.recv()); r.IsError {
 		t.Fatalf("session unusable after a panic: %+v", r)

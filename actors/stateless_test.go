@@ -73,7 +73,13 @@ func TestStatelessCallsOnStdio(t *testing.T) {
 		t.Fatalf("logLevel debug: %v", got)
 	}
 
-	c.request(4, "tools/call", modernParams(map[string]any{"name": "block", "arguments": map[string]any{}}, ""))
+	// A running call (its progress says so) is stopped by cancellation.
+	block := modernParams(map[string]any{"name": "block", "arguments": map[string]any{}}, "")
+	block["_meta"].(map[string]any)["progressToken"] = "b"
+	c.request(4, "tools/call", block)
+	if m := c.recv(); m.Method != "notifications/progress" {
+		t.Fatalf("want the call's progress first, got %s", m.raw)
+	}
 	c.notify("notifications/cancelled", map[string]any{"requestId": 4})
 	select {
 	case <-cancelled:

@@ -115,7 +115,7 @@ func TestStatelessRevisionOverStdio(t *testing.T) {
 	tampered := []byte(state)
 	tampered[len(tampered)/2] ^= 1
 	s.send(modernRequest("3", "tools/call", call+mrtrRetry(string(tampered), "once")))
-	assertStateRefused(t, s.recv(), "modified or forged")
+	assertStateRefused(t, s.recv(), "requestState")
 	noMarker("tampered state")
 	s.send(modernRequest("3", "tools/call", call+mrtrRetry(state, "deny")))
 	assertToolError(t, s.recv(), "shell.exec")

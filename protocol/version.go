@@ -1,5 +1,7 @@
 package protocol
 
+import "slices"
+
 // Version is an MCP protocol revision, named by its date as on the wire
 // ("2025-06-18"). The methods on Version answer "does this revision have
 // feature X?", so the rest of troupe never compares date strings: adding a
@@ -71,7 +73,30 @@ func SupportedVersions() []Version {
 // AllVersions lists every revision troupe speaks, newest first, as
 // server/discover and the unsupported-version error name them.
 func AllVersions() []Version {
-	return []Version{V20260728, V20251125, V20250618, V20250326, V20241105}
+	return slices.Clone(allVersions[:])
+}
+
+// allVersions backs AllVersions and VersionIndex; never written.
+var allVersions = [...]Version{V20260728, V20251125, V20250618, V20250326, V20241105}
+
+// VersionIndex is v's position in AllVersions plus one, 0 for a revision
+// troupe does not speak: a compact form for values read often and
+// concurrently (an atomic integer instead of a pointer per session).
+func VersionIndex(v Version) uint32 {
+	for i, known := range allVersions {
+		if known == v {
+			return uint32(i + 1)
+		}
+	}
+	return 0
+}
+
+// VersionAt undoes VersionIndex ("" for 0).
+func VersionAt(i uint32) Version {
+	if i == 0 || int(i) > len(allVersions) {
+		return ""
+	}
+	return allVersions[i-1]
 }
 
 // Supported reports whether troupe speaks revision v.

@@ -1,0 +1,281 @@
+package actors
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/protocol"
+)
+
+// httpOutlet is the transport of one HTTP session. Where stdio writes
+// everything to one stdout, it routes each message to a stream: a response
+// to the stream of the POST that carried its request, a call's progress
+// and log messages to that same stream (which makes the POST answer with
+// SSE), and anything else to the standalone stream a GET opened. It owns
+// the session's streams, the time it was last used and its
+// negotiated-version mirror; the HTTP front reads the streams.
+type httpOutlet struct {
+	handle *HTTPSession
+	opts   *hostOptions
+	log    *slog.Logger
+
+	posts      map[jsonrpc2.ID]*postStream // open POST streams by request id
+	byID       map[string]*Stream          // every stream still resumable, by stream id
+	standalone *Stream
+	nextStream int
+	lastSeen   time.Time
+	closed     bool // its streams have been ended; new requests get ended streams
+}
+
+// postStream is the stream of one POSTed request.
+type postStream struct {
+	stream *Stream
+	sse    bool // the client accepts SSE, so related messages may go here
+}
+
+// Messages from the HTTP front (sent by HTTPSession's methods).
+type (
+	// httpRequest delivers a POSTed request; its answer goes to stream.
+	httpRequest struct {
+		req    *jsonrpc2.Request
+		stream *Stream
+		sse    bool
+	}
+	// httpNotification delivers a POSTed notification.
+	httpNotification struct{ req *jsonrpc2.Request }
+	// openStandalone asks for the session's GET stream (answered with
+	// *standaloneReply).
+	openStandalone struct{}
+	// resumeStream asks for the stream a Last-Event-ID names (answered
+	// with *resumeReply).
+	resumeStream struct{ lastEventID string }
+	// streamDelivered says a POST stream's final event reached the client,
+	// so it need not be kept for resumption.
+	streamDelivered struct{ id string }
+	// idleCheck is the server's sweep asking whether the session has been
+	// idle for long enough.
+	idleCheck struct{ quiet }
+)
+
+type standaloneReply struct {
+	stream *Stream
+	err    error
+}
+
+type resumeReply struct {
+	stream *Stream
+	after  uint64
+	err    error
+}
+
+func (o *httpOutlet) start(actor.Context, *session) { o.touch() }
+
+func (o *httpOutlet) touch() { o.lastSeen = time.Now() }
+
+func (o *httpOutlet) receive(ctx actor.Context, s *session, msg any) bool {
+	switch msg := msg.(type) {
+	case *httpRequest:
+		o.touch()
+		if o.request(msg) {
+			s.handle(ctx, msg.req)
+		}
+	case *httpNotification:
+		o.touch()
+		s.handle(ctx, msg.req)
+	case *openStandalone:
+		o.touch()
+		ctx.Respond(o.openStandalone())
+	case *resumeStream:
+		o.touch()
+		ctx.Respond(o.resume(msg.lastEventID))
+	case *streamDelivered:
+		delete(o.byID, msg.id)
+		o.shrink()
+	case *idleCheck:
+		o.checkIdle(ctx)
+	default:
+		return false
+	}
+	return true
+}
+
+// request files a POST's stream under its request id; false when the
+// request is not to be handled (the session is ending, or the id is taken).
+func (o *httpOutlet) request(msg *httpRequest) bool {
+	if o.closed {
+		msg.stream.end(false) // the session is ending: no answer will come
+		return false
+	}
+	if _, dup := o.posts[msg.req.ID]; dup {
+		b, _ := json.Marshal(&jsonrpc2.Response{ID: msg.req.ID, Error: &jsonrpc2.Error{
+			Code: jsonrpc2.CodeInvalidRequest, Message: "request id is already in use by a request in flight"}})
+		msg.stream.append(b, true, nil)
+		return false
+	}
+	if o.posts == nil {
+		o.posts = map[jsonrpc2.ID]*postStream{}
+	}
+	if o.byID == nil {
+		o.byID = map[string]*Stream{}
+	}
+	o.posts[msg.req.ID] = &postStream{stream: msg.stream, sse: msg.sse}
+	o.byID[msg.stream.id] = msg.stream
+	o.evictEnded()
+	return true
+}
+
+func (o *httpOutlet) unanswered(id jsonrpc2.ID) {
+	if p, ok := o.posts[id]; ok {
+		p.stream.end(true)
+		delete(o.posts, id)
+		delete(o.byID, p.stream.id)
+		o.shrink()
+	}
+}
+
+func (o *httpOutlet) negotiated(v protocol.Version) { o.handle.setVersion(v) }
+
+// stopping ends every stream, so open SSE responses finish.
+func (o *httpOutlet) stopping() {
+	o.closed = true
+	for _, s := range o.byID {
+		s.end(false)
+	}
+	if o.standalone != nil {
+		o.standalone.end(false)
+	}
+}
+
+func (o *httpOutlet) stopped(ctx actor.Context) {
+	o.log.Debug("http session ended")
+	o.handle.ended()
+	ctx.Send(o.opts.server, &ended{id: ctx.Self().Id, http: true})
+}
+
+// shrink drops the maps that became empty: a Go map keeps its buckets
+// after its entries are deleted, and an idle session should hold no
+// memory for the requests it answered.
+func (o *httpOutlet) shrink() {
+	if len(o.posts) == 0 {
+		o.posts = nil
+	}
+	if len(o.byID) == 0 {
+		o.byID = nil
+	}
+}
+
+// maxKeptStreams bounds the streams an HTTP session keeps beyond those
+// still running: answered streams whose client left before reading the
+// answer stay resumable until this many pile up.
+const maxKeptStreams = 64
+
+// evictEnded forgets ended streams while more than maxKeptStreams are kept.
+func (o *httpOutlet) evictEnded() {
+	if len(o.byID) <= maxKeptStreams+len(o.posts) {
+		return
+	}
+	for id, s := range o.byID {
+		if s != o.standalone && s.isEnded() {
+			delete(o.byID, id)
+			if len(o.byID) <= maxKeptStreams+len(o.posts) {
+				return
+			}
+		}
+	}
+}
+
+// newStream makes a stream with the next id of this session.
+func (o *httpOutlet) newStream(kind string) *Stream {
+	o.nextStream++
+	return newStream(kind+strconv.Itoa(o.nextStream), o.opts.http.StreamEvents, o.opts.http.StreamBytes)
+}
+
+// send puts one outgoing message on the stream it belongs on.
+func (o *httpOutlet) send(out *Outbound) {
+	data, err := json.Marshal(out.Message)
+	if err != nil {
+		o.log.Error("encoding outgoing message", "err", err)
+		if out.Written != nil {
+			out.Written()
+		}
+		return
+	}
+	if resp, ok := out.Message.(*jsonrpc2.Response); ok {
+		if p, ok := o.posts[resp.ID]; ok {
+			p.stream.append(data, true, out.Written)
+			delete(o.posts, resp.ID)
+			o.shrink()
+			return
+		}
+		o.log.Debug("response for a request no stream waits for", "id", resp.ID.String())
+		return
+	}
+	if out.Related != nil {
+		if p, ok := o.posts[*out.Related]; ok && p.sse {
+			p.stream.append(data, false, out.Written)
+			return
+		}
+	}
+	if o.standalone != nil {
+		o.standalone.append(data, false, out.Written)
+		return
+	}
+	o.log.Debug("no stream for an outgoing message; dropped")
+	if out.Written != nil {
+		out.Written()
+	}
+}
+
+// openStandalone returns the session's standalone stream, made on first
+// use. It outlives the GET that opened it, so a client that reconnects gets
+// what was sent meanwhile; the caller attaches as its reader.
+func (o *httpOutlet) openStandalone() *standaloneReply {
+	if o.standalone != nil {
+		return &standaloneReply{stream: o.standalone}
+	}
+	o.standalone = o.newStream("g")
+	if o.byID == nil {
+		o.byID = map[string]*Stream{}
+	}
+	o.byID[o.standalone.id] = o.standalone
+	return &standaloneReply{stream: o.standalone}
+}
+
+// resume finds the stream and position a Last-Event-ID names.
+func (o *httpOutlet) resume(lastEventID string) *resumeReply {
+	id, seqText, ok := strings.Cut(lastEventID, "-")
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if !ok || err != nil {
+		return &resumeReply{err: ErrUnknownEvent}
+	}
+	s, ok := o.byID[id]
+	if !ok || !s.Contains(seq) {
+		return &resumeReply{err: ErrUnknownEvent}
+	}
+	return &resumeReply{stream: s, after: seq}
+}
+
+// checkIdle ends the session when nothing touched it for the idle timeout
+// and no reader is attached to any of its streams.
+func (o *httpOutlet) checkIdle(ctx actor.Context) {
+	left := o.opts.http.IdleTimeout - time.Since(o.lastSeen)
+	if left <= 0 && !o.anyReader() {
+		o.log.Info("http session expired", "idle", o.opts.http.IdleTimeout)
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (o *httpOutlet) anyReader() bool {
+	for _, s := range o.byID {
+		if s.hasReader() {
+			return true
+		}
+	}
+	return false
+}

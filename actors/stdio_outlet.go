@@ -1,0 +1,182 @@
+package actors
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/protocol"
+	"troupe/protocol/framing"
+)
+
+// stdioOutlet is the transport of one stream-based client (stdio): it owns
+// the framing stream (the only writer of the output) and the read loop
+// that feeds the session. The session lives until its input has ended and
+// its calls are done (or the server stops it); as it stops, everything it
+// queued is written and the output is closed.
+//
+// The read loop is troupe's own, not a jsonrpc2.Conn: the stream checks
+// and decodes each line in one pass into jsonrpc2's types, and the loop
+// forwards the result. jsonrpc2.Conn would decode every message twice more
+// (its request type goes through a map and re-encodes the params), which
+// was a fifth of the CPU of a busy session, and a server that matches its
+// own responses (the session does) needs nothing else from it.
+//
+// Back-pressure: the stream counts the requests the read loop has taken
+// whose responses are not written yet, and the read loop reads no further
+// line while max_in_flight+pendingMargin are owed
+// (framing.Options.MaxPending); once paused it waits until at most
+// max_in_flight+pendingMargin/2 are owed (ResumeAt), so reads and writes
+// resume in runs, not one per answer. A client that stops reading stdout
+// fills the pipe, writes block, answers stop being written, and soon
+// troupe stops reading stdin: the pipe to troupe fills and the client's
+// own writes block. Every request read is still answered once the client
+// reads. Memory stays bounded: at most that many requests (plus the
+// members of one batch line) and their answers wait in the session's
+// mailbox and the stream's buffer; a call's notifications are bounded by
+// its reporter's flow (maxUnwrittenBytes); and the stream's write buffer
+// is written out whenever it holds flushBytes.
+//
+// The margin keeps a client that does read from waiting on it: only calls
+// in flight (at most max_in_flight) hold their slot for long, every other
+// request is answered at once, so the margin is free for what the client
+// sends while calls run (notifications/cancelled and answers to
+// elicitations take no slot; pings take one briefly). Nothing can
+// deadlock on the pause: it needs that many answers unwritten, which
+// happens only while the client does not read; once it reads, writes
+// finish, slots free and reading resumes, at the latest when only the
+// calls in flight are owed (ResumeAt lies above max_in_flight), so a call
+// waiting for the client's answer never holds the reader back. (A
+// 2025-03-26 batch holds its answers until all are in, but that revision
+// has no elicitation.) Cancelled calls free their slot through
+// unanswered; when the output closes (the session stops) a paused read
+// loop ends.
+type stdioOutlet struct {
+	in   io.Reader
+	out  io.WriteCloser
+	done chan struct{} // closed when the session has stopped
+	opts *hostOptions
+	log  *slog.Logger
+
+	stream   *framing.Stream
+	root     *actor.RootContext
+	self     *actor.PID
+	flushing bool     // a flushOutput is on its way
+	written  []func() // Outbound.Written callbacks of the queued messages
+}
+
+// flushOutput makes the session write the messages it queued.
+type flushOutput struct{ quiet }
+
+// inputClosed is sent by the read loop when the input ends.
+type inputClosed struct{ quiet }
+
+// pendingMargin is how many requests beyond limits.max_in_flight a client
+// may have sent whose answers are not written yet before troupe stops
+// reading its input (see stdioOutlet).
+const pendingMargin = 256
+
+// flushBytes is how much the stream may hold for the next write before the
+// session writes it without waiting for its flushOutput: a long run of
+// queued answers goes out in pieces instead of one buffer the size of all.
+const flushBytes = 256 << 10
+
+func (o *stdioOutlet) start(ctx actor.Context, s *session) {
+	o.root, o.self = ctx.ActorSystem().Root, ctx.Self()
+	o.stream = framing.New(o.in, o.out, framing.Options{MaxLineBytes: o.opts.maxLineBytes, Logger: o.log,
+		MaxPending: s.opts.MaxInFlight + pendingMargin, ResumeAt: s.opts.MaxInFlight + pendingMargin/2})
+	root, self, stream := o.root, o.self, o.stream
+	// The read loop only forwards, so it never waits on the session and
+	// wire order is kept (a cancellation arrives after its call). It waits
+	// only in ReadMessage, while the client is owed too much (see
+	// stdioOutlet). It ends when the input does, or when the output has
+	// closed while it waited.
+	go func() {
+		for {
+			m, err := stream.ReadMessage()
+			if err != nil {
+				root.Send(self, &inputClosed{})
+				return
+			}
+			if m.Request != nil {
+				root.Send(self, &Inbound{Request: m.Request})
+			} else {
+				root.Send(self, &InboundResponse{Response: m.Response})
+			}
+		}
+	}()
+}
+
+// send queues a message; it is written with the others the mailbox holds:
+// the flushOutput sent behind the first comes out after them, so a busy
+// session writes many messages per syscall and an idle one at once.
+func (o *stdioOutlet) send(out *Outbound) {
+	if err := o.stream.Queue(out.Message); err != nil {
+		o.log.Debug("write failed", "err", err)
+	}
+	if out.Written != nil {
+		o.written = append(o.written, out.Written)
+	}
+	if o.stream.Buffered() >= flushBytes {
+		o.writeQueued() // a flushOutput on its way finds less, or nothing
+		return
+	}
+	if !o.flushing {
+		o.flushing = true
+		o.root.Send(o.self, flushOutput{})
+	}
+}
+
+// writeQueued writes the queued messages and then tells their senders.
+func (o *stdioOutlet) writeQueued() {
+	if err := o.stream.Flush(); err != nil {
+		o.log.Debug("write failed", "err", err)
+	}
+	for i, f := range o.written {
+		f()
+		o.written[i] = nil
+	}
+	o.written = o.written[:0]
+}
+
+func (o *stdioOutlet) unanswered(id jsonrpc2.ID) { o.stream.Skip(id) }
+
+func (o *stdioOutlet) negotiated(v protocol.Version) { o.stream.SetBatches(v.AllowsBatches()) }
+
+func (o *stdioOutlet) receive(ctx actor.Context, s *session, msg any) bool {
+	switch msg.(type) {
+	case flushOutput:
+		o.flushing = false
+		o.writeQueued()
+	case *inputClosed:
+		o.log.Debug("input closed")
+		// No response can come in any more: requests waiting for one
+		// (approvals) fail now instead of at the end of the grace period.
+		s.failClientRequests(nil, "the client can no longer answer (its input ended)")
+		// The graceful end: the session finishes its calls within the
+		// grace period, then ends.
+		s.drain(ctx, o.opts.grace)
+	default:
+		return false
+	}
+	return true
+}
+
+// stopping writes what is queued and closes the output, which also ends a
+// read loop paused on back-pressure.
+func (o *stdioOutlet) stopping() {
+	o.flushing = false
+	o.writeQueued()
+	if err := o.stream.CloseWrite(); err != nil {
+		o.log.Debug("closing output", "err", err)
+	}
+}
+
+func (o *stdioOutlet) stopped(ctx actor.Context) {
+	close(o.done)
+	ctx.Send(o.opts.server, &ended{id: ctx.Self().Id})
+}
+
+func (o *stdioOutlet) touch() {}
