@@ -129,48 +129,28 @@ func (s *session) sendClientRequest(msg *clientRequest) {
 		r := json.RawMessage(b)
 		raw = &r
 	}
-	s.nextRequest++
-	id := jsonrpc2.ID{Num: s.nextRequest}
-	if s.pending == nil {
-		s.pending = map[jsonrpc2.ID]*pendingRequest{}
-	}
-	s.pending[id] = &pendingRequest{reply: msg.reply, related: msg.related}
+	id := s.requests.add(msg.reply, msg.related)
 	s.out.send(&Outbound{Message: &jsonrpc2.Request{ID: id, Method: msg.method, Params: raw}, Related: msg.related})
 }
 
 // clientResponded hands a client's response to whoever waits for it.
 func (s *session) clientResponded(resp *jsonrpc2.Response) {
-	p, ok := s.pending[resp.ID]
-	if !ok {
+	if !s.requests.answer(resp) {
 		s.log.Debug("response to no request of ours; ignored", "id", resp.ID.String())
-		return
-	}
-	delete(s.pending, resp.ID)
-	switch {
-	case resp.Error != nil:
-		p.reply <- clientReply{err: &tools.ClientError{Code: resp.Error.Code, Message: resp.Error.Message}}
-	case resp.Result != nil:
-		p.reply <- clientReply{result: *resp.Result}
-	default:
-		p.reply <- clientReply{result: json.RawMessage("null")}
 	}
 }
 
 // abandonClientRequest forgets a request nobody waits for and tells the
 // client, as the spec asks of a sender that gives up.
 func (s *session) abandonClientRequest(reply chan clientReply) {
-	for id, p := range s.pending {
-		if p.reply == reply {
-			delete(s.pending, id)
-			s.cancelTowardsClient(id, p, "the server stopped waiting")
-			return
-		}
+	if v, ok := s.requests.abandon(reply); ok {
+		s.cancelTowardsClient(v, "the server stopped waiting")
 	}
 }
 
 // cancelTowardsClient tells the client a request of ours is void.
-func (s *session) cancelTowardsClient(id jsonrpc2.ID, p *pendingRequest, why string) {
-	s.notify(protocol.NotificationCancelled, map[string]any{"requestId": id.Num, "reason": why}, p.related)
+func (s *session) cancelTowardsClient(v voided, why string) {
+	s.notify(protocol.NotificationCancelled, map[string]any{"requestId": v.id.Num, "reason": why}, v.related)
 }
 
 // failClientRequests answers every pending request related to call (nil:
@@ -179,13 +159,9 @@ func (s *session) cancelTowardsClient(id jsonrpc2.ID, p *pendingRequest, why str
 // told its requests are void; whichever of this and the asker's own
 // abandonment comes first does it, once.
 func (s *session) failClientRequests(call *jsonrpc2.ID, why string) {
-	for id, p := range s.pending {
-		if call == nil || (p.related != nil && *p.related == *call) {
-			delete(s.pending, id)
-			p.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeInvalidRequest, Message: why}}
-			if call != nil {
-				s.cancelTowardsClient(id, p, why)
-			}
+	for _, v := range s.requests.fail(call, why) {
+		if call != nil {
+			s.cancelTowardsClient(v, why)
 		}
 	}
 }

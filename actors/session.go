@@ -138,23 +138,6 @@ const (
 	initialized
 )
 
-// inflight is one tools/call the session is running.
-type inflight struct {
-	pid       *actor.PID
-	tool      string
-	token     json.RawMessage // progress token, nil when none
-	cancelled bool
-	answered  bool
-	progress  float64 // last progress value sent; values must grow
-	reported  bool    // progress has been sent at least once
-	// modern is the call's own _meta when it came as a 2026-07-28
-	// request (its version and log level, not the session's); nil else.
-	modern *protocol.ModernRequest
-	// inv is the call, for the session to record it when it is cancelled
-	// before its invoker took it (invocation.claimed).
-	inv *invocation
-}
-
 // session is the MCP session actor: it owns everything the protocol says
 // about one client (negotiated revision, capabilities, log level) and the
 // table of calls in flight, keyed by request id.
@@ -170,22 +153,19 @@ type session struct {
 	caps        protocol.ClientCapabilities
 	level       protocol.LoggingLevel
 	limiter     *rate.Limiter
-	calls       map[jsonrpc2.ID]*inflight
-	byPID       map[string]jsonrpc2.ID
+	calls       callTable // calls in flight and the invokers that run them (calltable.go)
 	draining    bool
 	timer       *time.Timer
 	exec        *hostDeps
-	pending     map[jsonrpc2.ID]*pendingRequest // server-to-client requests awaiting answers
-	nextRequest uint64                          // id of the last server-to-client request
-	root        *actor.RootContext              // for sends outside Receive (timers)
-	out         outlet                          // the transport: where what the session sends goes
-	trusted     map[string][32]byte             // tools a person trusted for this session, by fingerprint
-	store       *spool.Store                    // calls' full output; made on first call (outputStore)
-	storeShared bool                            // store is the HTTP caller's, not the session's (stateless_store.go)
-	overrides   *tools.Overrides                // the cwd and env this session set for itself; nil: none
-	current     *modernCall                     // the 2026-07-28 request being dispatched (stateless.go); nil else
-	subs        map[jsonrpc2.ID]subscription    // open 2026-07-28 subscriptions/listen requests, by id
-	idle        []*actor.PID                    // invokers waiting for the next call (invoker.go)
+	requests    clientRequests               // server-to-client requests awaiting answers (clientrequests.go)
+	root        *actor.RootContext           // for sends outside Receive (timers)
+	out         outlet                       // the transport: where what the session sends goes
+	trusted     trustList                    // tools a person trusted for this session (trust.go)
+	store       *spool.Store                 // calls' full output; made on first call (outputStore)
+	storeShared bool                         // store is the HTTP caller's, not the session's (stateless_store.go)
+	overrides   *tools.Overrides             // the cwd and env this session set for itself; nil: none
+	current     *modernCall                  // the 2026-07-28 request being dispatched (stateless.go); nil else
+	subs        map[jsonrpc2.ID]subscription // open 2026-07-28 subscriptions/listen requests, by id
 }
 
 // newSession makes a session with opts, which has its defaults applied and
@@ -248,10 +228,7 @@ func (s *session) Receive(ctx actor.Context) {
 	case *toolNotice:
 		s.notice(msg)
 	case *trustGranted:
-		if s.trusted == nil {
-			s.trusted = map[string][32]byte{}
-		}
-		s.trusted[msg.tool] = msg.fingerprint
+		s.trusted.grant(msg.tool, msg.fingerprint)
 		s.log.Info("tool trusted for the session", "tool", msg.tool)
 	case *Drain:
 		s.drain(ctx, msg.Grace)
@@ -270,11 +247,11 @@ func (s *session) Receive(ctx actor.Context) {
 			s.timer.Stop()
 		}
 		s.failClientRequests(nil, "the session ended")
-		for _, call := range s.calls {
+		s.calls.all(func(_ jsonrpc2.ID, call *inflight) {
 			if !call.answered && call.inv.claimed.CompareAndSwap(false, true) {
 				call.inv.unstarted()
 			}
-		}
+		})
 		s.dropStore()
 		s.out.stopping()
 	case *actor.Stopped:
@@ -506,11 +483,11 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	// An answered or cancelled call still in the table is stopping; the
 	// client may reuse its id (JSON-RPC ids need only be unique among
 	// requests in flight).
-	if prev, dup := s.calls[req.ID]; dup && !prev.answered && !prev.cancelled {
+	if s.calls.busy(req.ID) {
 		s.fail(req.ID, protocol.CodeInvalidRequest, "request id is already in use by a call in flight")
 		return
 	}
-	if len(s.calls) >= s.opts.MaxInFlight {
+	if s.calls.len() >= s.opts.MaxInFlight {
 		s.fail(req.ID, protocol.CodeServerBusy,
 			"too many calls in flight (limit "+strconv.Itoa(s.opts.MaxInFlight)+"); retry when one finishes")
 		return
@@ -524,7 +501,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		id: req.ID, tool: p.Name, args: p.Arguments,
 		registry: s.registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
-		call: callContext{session: s.id, trusted: s.trustedPrint(p.Name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
+		call: callContext{session: s.id, trusted: s.trusted.fingerprint(p.Name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
 			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor, overrides: s.overrides},
 	}
 	if s.current != nil {
@@ -551,31 +528,15 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 	}
 	call.pid, call.inv = s.invoker(ctx), inv
 	ctx.Send(call.pid, &startCall{inv: inv})
-	if s.calls == nil { // made on first use: an idle session costs less
-		s.calls, s.byPID = map[jsonrpc2.ID]*inflight{}, map[string]jsonrpc2.ID{}
-	}
-	s.calls[req.ID] = call
-	s.byPID[call.pid.Id] = req.ID
+	s.calls.add(req.ID, call)
 }
 
 // invoker is an idle invoker for the next call, or a new one.
 func (s *session) invoker(ctx actor.Context) *actor.PID {
-	if n := len(s.idle); n > 0 {
-		pid := s.idle[n-1]
-		s.idle[n-1] = nil
-		s.idle = s.idle[:n-1]
+	if pid := s.calls.takeIdle(); pid != nil {
 		return pid
 	}
 	return ctx.Spawn(s.exec.invokerProps)
-}
-
-// trustedPrint is the fingerprint of tool as a person trusted it in this
-// session, nil when they did not.
-func (s *session) trustedPrint(tool string) *[32]byte {
-	if p, ok := s.trusted[tool]; ok {
-		return &p
-	}
-	return nil
 }
 
 func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
@@ -591,7 +552,7 @@ func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
 	if s.endSubscription(id) {
 		return
 	}
-	call, ok := s.calls[id]
+	call, ok := s.calls.get(id)
 	if !ok || call.cancelled || call.answered {
 		return // finished already, or unknown: the spec says ignore it
 	}
@@ -607,7 +568,7 @@ func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
 // finish sends an invocation's result, unless the call was cancelled,
 // and keeps its invoker for the next call or stops it.
 func (s *session) finish(ctx actor.Context, msg *callFinished) {
-	call, ok := s.calls[msg.id]
+	call, ok := s.calls.get(msg.id)
 	if !ok || call.cancelled || call.answered || (msg.from != nil && !call.pid.Equal(msg.from)) {
 		return // a cancelled call's invoker is stopping already
 	}
@@ -628,41 +589,21 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 		ctx.Stop(call.pid) // its tool still unwinds; childEnded forgets the call
 		return
 	}
-	s.callEnded(msg.id, call.pid)
-	if s.draining || len(s.idle) >= maxIdleInvokers {
+	s.calls.remove(msg.id, call.pid)
+	s.failClientRequests(&msg.id, "the call ended")
+	if s.draining || !s.calls.keepIdle(call.pid) {
 		ctx.Stop(call.pid)
-	} else {
-		s.idle = append(s.idle, call.pid)
 	}
-	if s.draining && len(s.calls) == 0 {
+	if s.draining && s.calls.len() == 0 {
 		ctx.Stop(ctx.Self())
 	}
 }
 
-// callEnded forgets call id, run by invoker pid: its pending requests to
-// the client are withdrawn.
-func (s *session) callEnded(id jsonrpc2.ID, pid *actor.PID) {
-	delete(s.byPID, pid.Id)
-	delete(s.calls, id)
-	s.failClientRequests(&id, "the call ended")
-}
-
 // childEnded forgets an invoker once it has stopped, and its call.
 func (s *session) childEnded(ctx actor.Context, who *actor.PID) {
-	for i, pid := range s.idle {
-		if pid.Equal(who) {
-			s.idle = append(s.idle[:i], s.idle[i+1:]...)
-			break
-		}
-	}
-	id, ok := s.byPID[who.Id]
+	id, call, ok := s.calls.invokerGone(who)
 	if !ok {
 		return
-	}
-	delete(s.byPID, who.Id)
-	call := s.calls[id]
-	if call == nil || !call.pid.Equal(who) {
-		return // its id was reused by a newer call, which keeps the entry
 	}
 	s.failClientRequests(&id, "the call ended")
 	if !call.answered && !call.cancelled {
@@ -671,8 +612,7 @@ func (s *session) childEnded(ctx actor.Context, who *actor.PID) {
 		s.log.Error("invocation ended without an answer", "id", id.String(), "tool", call.tool)
 		s.answerError(id, call, &tools.Error{Kind: tools.KindInternal, Message: "the call ended without a result"})
 	}
-	delete(s.calls, id)
-	if s.draining && len(s.calls) == 0 {
+	if s.draining && s.calls.len() == 0 {
 		ctx.Stop(ctx.Self())
 	}
 }
@@ -685,8 +625,8 @@ func (s *session) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chil
 	value, stack := panicDetails(reason)
 	cid := newCorrelationID()
 	s.log.Error("invocation failed", "correlation_id", cid, "panic", value, "stack", stack)
-	if id, ok := s.byPID[child.Id]; ok {
-		if call := s.calls[id]; call != nil && !call.answered && !call.cancelled {
+	if id, call, ok := s.calls.runBy(child); ok {
+		if !call.answered && !call.cancelled {
 			call.answered = true
 			s.reply(id, (&tools.Error{Kind: tools.KindInternal,
 				Message: "internal error in " + call.tool}).Result(cid))
@@ -709,11 +649,11 @@ func (s *session) drain(ctx actor.Context, grace time.Duration) {
 	}
 	s.draining = true
 	s.closeSubscriptions()
-	if len(s.calls) == 0 {
+	if s.calls.len() == 0 {
 		ctx.Stop(ctx.Self())
 		return
 	}
-	s.log.Info("draining", "in_flight", len(s.calls), "grace", grace)
+	s.log.Info("draining", "in_flight", s.calls.len(), "grace", grace)
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	s.timer = time.AfterFunc(grace, func() { root.Send(self, &drainDeadline{}) })
 }
@@ -721,12 +661,12 @@ func (s *session) drain(ctx actor.Context, grace time.Duration) {
 // stopRemaining answers the calls still running when the grace period
 // ends, then stops the session (and with it every invocation).
 func (s *session) stopRemaining(ctx actor.Context) {
-	for id, call := range s.calls {
+	s.calls.all(func(id jsonrpc2.ID, call *inflight) {
 		if !call.answered && !call.cancelled {
 			s.answerError(id, call, &tools.Error{Kind: tools.KindUnavailable,
 				Message: "troupe is shutting down; the call was stopped before it finished"})
 		}
-	}
+	})
 	ctx.Stop(ctx.Self())
 }
 
@@ -804,7 +744,7 @@ func (s *session) notice(n *toolNotice) {
 			n.written()
 		}
 	}()
-	call, ok := s.calls[n.id]
+	call, ok := s.calls.get(n.id)
 	if !ok || call.answered || call.cancelled {
 		return
 	}

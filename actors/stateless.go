@@ -121,7 +121,7 @@ func (s *session) modernFor(id jsonrpc2.ID) (*protocol.ModernRequest, *protocol.
 	if s.current != nil && s.current.id == id {
 		return s.current.req, s.current.cache
 	}
-	if call, ok := s.calls[id]; ok && call.modern != nil {
+	if call, ok := s.calls.get(id); ok && call.modern != nil {
 		return call.modern, nil
 	}
 	return nil, nil
@@ -181,7 +181,7 @@ func (s *session) listen(ctx actor.Context, req *jsonrpc2.Request) {
 		s.fail(req.ID, protocol.CodeInvalidRequest, "request id is already in use by an open subscription")
 		return
 	}
-	if c, dup := s.calls[req.ID]; dup && !c.answered && !c.cancelled {
+	if s.calls.busy(req.ID) {
 		s.fail(req.ID, protocol.CodeInvalidRequest, "request id is already in use by a call in flight")
 		return
 	}

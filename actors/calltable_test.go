@@ -1,0 +1,102 @@
+package actors
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+func pid(id string) *actor.PID { return &actor.PID{Address: "nonhost", Id: id} }
+
+// The call table files calls by id and by invoker, tells a running call
+// from an answered one, lets a reused id replace an answered call without
+// the old invoker's end removing the new one, keeps at most
+// maxIdleInvokers idle, and drops its maps when empty.
+func TestCallTable(t *testing.T) {
+	var ct callTable
+	one, two := jsonrpc2.ID{Num: 1}, jsonrpc2.ID{Num: 2}
+	a, b := pid("a"), pid("b")
+	ct.add(one, &inflight{pid: a, tool: "x"})
+	if !ct.busy(one) || ct.busy(two) || ct.len() != 1 {
+		t.Fatal("a new call is busy, an unknown id is not")
+	}
+	c, _ := ct.get(one)
+	c.answered = true
+	if ct.busy(one) {
+		t.Fatal("an answered call is not busy: its id may be reused")
+	}
+	ct.add(one, &inflight{pid: b, tool: "y"}) // the id reused while a stops
+	if _, _, ok := ct.invokerGone(a); ok {
+		t.Fatal("the old invoker's end took the new call")
+	}
+	if id, c, ok := ct.runBy(b); !ok || id != one || c.tool != "y" {
+		t.Fatalf("runBy(b) = %v %+v %v", id, c, ok)
+	}
+	ct.remove(one, b)
+	if ct.len() != 0 || ct.calls != nil || ct.byPID != nil {
+		t.Fatalf("an empty table keeps its maps: %+v", ct)
+	}
+	for i := range maxIdleInvokers {
+		if !ct.keepIdle(pid(string(rune('c' + i)))) {
+			t.Fatalf("idle invoker %d refused", i)
+		}
+	}
+	if ct.keepIdle(pid("z")) {
+		t.Fatal("more than maxIdleInvokers kept")
+	}
+	gone := ct.idle[0]
+	ct.invokerGone(gone)
+	for range maxIdleInvokers - 1 {
+		if p := ct.takeIdle(); p == nil || p.Equal(gone) {
+			t.Fatalf("takeIdle gave %v", p)
+		}
+	}
+	if ct.takeIdle() != nil {
+		t.Fatal("takeIdle from an empty pool")
+	}
+}
+
+// Client requests are numbered, matched to their askers, abandoned by
+// reply channel and failed by call; none is answered twice.
+func TestClientRequests(t *testing.T) {
+	var r clientRequests
+	call := jsonrpc2.ID{Num: 7}
+	mine, other, third := make(chan clientReply, 1), make(chan clientReply, 1), make(chan clientReply, 1)
+	id1 := r.add(mine, &call)
+	id2 := r.add(other, nil)
+	id3 := r.add(third, &call)
+	if id1 == id2 || id2 == id3 {
+		t.Fatal("ids repeat")
+	}
+	res := json.RawMessage(`{"action":"accept"}`)
+	if !r.answer(&jsonrpc2.Response{ID: id1, Result: &res}) || string((<-mine).result) != `{"action":"accept"}` {
+		t.Fatal("answer not delivered")
+	}
+	if r.answer(&jsonrpc2.Response{ID: id1, Result: &res}) {
+		t.Fatal("a request answered twice")
+	}
+	if v, ok := r.abandon(other); !ok || v.id != id2 {
+		t.Fatalf("abandon: %+v %v", v, ok)
+	}
+	voids := r.fail(&call, "the call ended")
+	if len(voids) != 1 || voids[0].id != id3 || (<-third).err == nil {
+		t.Fatalf("fail(call): %+v", voids)
+	}
+	if r.pending != nil || len(r.fail(nil, "end")) != 0 {
+		t.Fatal("requests left behind")
+	}
+}
+
+// Trust is per tool and per fingerprint.
+func TestTrustList(t *testing.T) {
+	var tl trustList
+	if tl.fingerprint("x") != nil {
+		t.Fatal("the zero list trusts")
+	}
+	tl.grant("x", [32]byte{1})
+	if p := tl.fingerprint("x"); p == nil || *p != [32]byte{1} || tl.fingerprint("y") != nil {
+		t.Fatal("grant")
+	}
+}
