@@ -12,8 +12,8 @@ import (
 
 	"troupe/protocol"
 	"troupe/redact"
-	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // SessionMetaKey is the initialize _meta member in which a client sets its
@@ -37,7 +37,7 @@ type OverridePolicy struct {
 	// Workspace resolves a session's working directory (it must be a
 	// directory inside it, reached through its os.Root); required when
 	// Allow is set.
-	Workspace *sandbox.Workspace
+	Workspace *workspace.Root
 }
 
 // sessionSettings is the client's request, as sent.
@@ -116,7 +116,7 @@ func sessionOverrides(params *json.RawMessage, p OverridePolicy) (*tools.Overrid
 // sessionDir resolves a session's working directory to a clean path
 // relative to the workspace, through the workspace's os.Root: "..",
 // absolute paths elsewhere and symlinks that lead out are refused.
-func sessionDir(ws *sandbox.Workspace, p string) (string, error) {
+func sessionDir(ws *workspace.Root, p string) (string, error) {
 	if ws == nil {
 		return "", errors.New("cannot be used: the server has no workspace")
 	}
@@ -130,11 +130,11 @@ func sessionDir(ws *sandbox.Workspace, p string) (string, error) {
 	switch {
 	case err == nil:
 		return rel, nil
-	case sandbox.IsOutside(err):
+	case workspace.IsOutside(err):
 		return "", errors.New("is outside the workspace; it must be a directory inside it")
 	case errors.Is(err, fs.ErrNotExist):
 		return "", errors.New("is not a directory in the workspace")
-	case errors.Is(err, sandbox.ErrInvalidPath):
+	case errors.Is(err, workspace.ErrInvalidPath):
 		return "", errors.New("is not a valid path")
 	}
 	return "", errors.New("cannot be used as a working directory")

@@ -11,14 +11,14 @@ import (
 
 	"troupe/audit"
 	"troupe/protocol"
-	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/command"
+	"troupe/workspace"
 )
 
 // overrideFixture is a workspace with a sub directory, a file, and a
-// symlink that leads out of it, opened as a sandbox.Workspace.
-func overrideFixture(t *testing.T) (*sandbox.Workspace, string) {
+// symlink that leads out of it, opened as a workspace.Root.
+func overrideFixture(t *testing.T) (*workspace.Root, string) {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -35,7 +35,7 @@ func overrideFixture(t *testing.T) (*sandbox.Workspace, string) {
 	if err := os.Symlink(t.TempDir(), filepath.Join(dir, "out")); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := sandbox.OpenWorkspace(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

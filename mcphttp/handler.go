@@ -123,8 +123,11 @@ type Handler struct {
 	// (hidden) session has not ended yet: subscriptions/listen in
 	// listening, the others in stateless (guarded by mu).
 	stateless, listening int
-	closing              atomic.Bool
-	denials              denialLog
+	// pool keeps the hidden sessions of answered 2026-07-28 requests for
+	// their callers' next ones (pool.go).
+	pool    sessionPool
+	closing atomic.Bool
+	denials denialLog
 }
 
 // New returns a Handler serving sessions on host.
@@ -162,8 +165,12 @@ func (h *Handler) Sessions() int {
 	return len(h.sessions)
 }
 
-// StopAccepting makes new sessions fail with 503 (shutdown has begun).
-func (h *Handler) StopAccepting() { h.closing.Store(true) }
+// StopAccepting makes new sessions fail with 503 (shutdown has begun),
+// and closes the pooled sessions of 2026-07-28 requests.
+func (h *Handler) StopAccepting() {
+	h.closing.Store(true)
+	h.pool.drop()
+}
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

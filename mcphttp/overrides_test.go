@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"troupe/actors"
-	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/command"
+	"troupe/workspace"
 )
 
 // TestSessionOverridesStayInTheirHTTPSession: an HTTP session that sets
@@ -25,7 +25,7 @@ func TestSessionOverridesStayInTheirHTTPSession(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := sandbox.OpenWorkspace(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,45 +62,46 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 // falls behind what the stream keeps. Idle streams get comment lines so
 // proxies and clients see the connection alive.
 func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, s *actors.HTTPSession, st *actors.Stream,
-	events []actors.Event, done bool) {
+	events []actors.Event, done bool) (answered bool) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	if rc.Flush() != nil {
-		return
+		return false
 	}
 	var after uint64
 	for {
 		for _, e := range events {
 			_ = rc.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
 			if _, err := fmt.Fprintf(w, "id: %s\nevent: message\ndata: %s\n\n", st.EventID(e.Seq), e.Data); err != nil {
-				return
+				return false
 			}
 			after = e.Seq
 			if e.Final {
 				if rc.Flush() == nil {
 					s.Delivered(st)
+					return true
 				}
-				return
+				return false
 			}
 		}
 		if len(events) > 0 && rc.Flush() != nil {
-			return
+			return false
 		}
 		if done {
-			return
+			return false
 		}
 		var err error
 		events, done, err = st.Read(r.Context(), after, h.opts.KeepAlive)
 		if err != nil {
-			return // the client left, or fell behind (it may resume from its last id)
+			return false // the client left, or fell behind (it may resume from its last id)
 		}
 		if len(events) == 0 && !done {
 			_ = rc.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
-				return
+				return false
 			}
 		}
 	}

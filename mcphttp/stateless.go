@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -102,11 +101,21 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		h.refuse(w, http.StatusNotAcceptable, "subscriptions/listen answers with an event stream: Accept must include text/event-stream")
 		return
 	}
-	s, ok := h.statelessSession(w, owner, m.req.Method == protocol.MethodSubscriptionsListen)
+	listen := m.req.Method == protocol.MethodSubscriptionsListen
+	s, release, ok := h.statelessSession(w, owner, listen)
 	if !ok {
 		return
 	}
-	defer s.Close() // the request's session ends with its answer, or stops the call if the client left
+	answered := false
+	defer func() {
+		release()
+		// A session whose request was answered serves the caller's next
+		// one (no actor is started per request); one whose client left
+		// before the answer is closed, which stops the call.
+		if !answered || listen || h.closing.Load() || !h.pool.put(owner, s) {
+			s.Close()
+		}
+	}()
 	st := s.Request(m.req, acceptSSE)
 	detach, err := st.Attach()
 	if err != nil {
@@ -136,9 +145,10 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		}
 		s.Delivered(st)
 		writeJSON(w, modernStatus(final.Data), final.Data)
+		answered = true
 		return
 	}
-	h.streamEvents(w, r, s, st, events, done)
+	answered = h.streamEvents(w, r, s, st, events, done)
 }
 
 // statelessSession starts the hidden session that serves one 2026-07-28
@@ -147,9 +157,9 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 // subscriptions/listen (open as long as the client wants) one of
 // http.max_subscriptions, from now until the session has ended. Over its
 // bound the request gets the same 503 as an initialize over max_sessions.
-func (h *Handler) statelessSession(w http.ResponseWriter, owner [32]byte, listen bool) (*actors.HTTPSession, bool) {
+func (h *Handler) statelessSession(w http.ResponseWriter, owner [32]byte, listen bool) (*actors.HTTPSession, func(), bool) {
 	if h.shuttingDown(w) {
-		return nil, false
+		return nil, nil, false
 	}
 	count, limit, what, key := &h.stateless, h.opts.MaxStatelessRequests, "2026-07-28 requests in flight", "http.max_stateless_requests"
 	if listen {
@@ -159,26 +169,28 @@ func (h *Handler) statelessSession(w http.ResponseWriter, owner [32]byte, listen
 	if *count >= limit {
 		h.mu.Unlock()
 		h.overLimit(w, what, key, limit)
-		return nil, false
+		return nil, nil, false
 	}
 	*count++
 	h.mu.Unlock()
-	var once sync.Once
-	release := func() {
-		once.Do(func() { // the session's end, or its failure to start: whichever comes
-			h.mu.Lock()
-			*count--
-			h.mu.Unlock()
-		})
+	release := func() { // the request's end
+		h.mu.Lock()
+		*count--
+		h.mu.Unlock()
 	}
-	s, err := h.host.StartHTTPSession(newSessionID(), owner, release)
+	if !listen {
+		if s := h.pool.take(owner); s != nil {
+			return s, release, true
+		}
+	}
+	s, err := h.host.StartHTTPSession(newSessionID(), owner, nil)
 	if err != nil {
 		release()
 		h.log.Error("starting a 2026-07-28 request's session", "err", err)
 		h.refuse(w, http.StatusServiceUnavailable, "cannot start serving the request")
-		return nil, false
+		return nil, nil, false
 	}
-	return s, true
+	return s, release, true
 }
 
 // statelessInFlight is how many 2026-07-28 requests and subscriptions hold

@@ -345,3 +345,22 @@ func FuzzModernPost(f *testing.F) {
 		}
 	})
 }
+
+// Sequential 2026-07-28 requests of one caller are served by one pooled
+// hidden session: no actor is started per request.
+func TestModernRequestsReuseTheirSession(t *testing.T) {
+	r := newRig(t, rigConfig{tools: []tools.Tool{echoTool()}})
+	for i := range 20 {
+		body := `{"jsonrpc":"2.0","id":` + fmt.Sprint(i+1) + `,"method":"tools/call","params":{"name":"echo","arguments":{},` + modernMeta("2026-07-28", "") + `}}`
+		resp, b := r.post("", body, modernHeaders("tools/call", "echo")...)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"resultType":"complete"`) {
+			t.Fatalf("call %d: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	if n := r.h.pool.len(); n != 1 {
+		t.Fatalf("%d pooled sessions after sequential requests, want 1", n)
+	}
+	if n, _ := r.h.statelessInFlight(); n != 0 {
+		t.Fatalf("%d stateless slots held after the answers", n)
+	}
+}

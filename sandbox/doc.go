@@ -1,7 +1,8 @@
-// Process sandbox: design notes.
-//
-// (This is a file comment, not the package comment, which lives in
-// workspace.go.)
+// Package sandbox confines the programs troupe runs: every one starts
+// through [Sandbox.Start] under a [Policy] (or, for ProfileNone, through
+// [NewSession]). The server's own file access is confined by package
+// workspace; this package is given the workspace's directory as the one
+// place a run may write.
 //
 // # What a run gets
 //
@@ -125,5 +126,4 @@
 //     check; Limits do not apply to ProfileNone.
 //   - macOS (seatbelt) is not implemented: Check refuses confining profiles
 //     outside Linux.
-
 package sandbox

@@ -159,8 +159,13 @@ func cover(path string, writable []string) error {
 // inside reports whether path is dir or lies beneath it (both clean and
 // absolute).
 func inside(path, dir string) bool {
-	_, ok := within(dir, path)
-	return ok
+	if path == dir {
+		return true
+	}
+	if dir != "/" {
+		dir += "/"
+	}
+	return len(path) >= len(dir) && path[:len(dir)] == dir
 }
 
 func underAny(path string, dirs []string) bool {

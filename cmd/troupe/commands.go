@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"troupe/app"
 	"troupe/config"
 	"troupe/tools"
 )
@@ -86,7 +87,7 @@ func (c *commonFlags) load(args []string, stdout, stderr io.Writer) (*config.Con
 }
 
 // configCommand is "troupe config check": it runs every check serve runs
-// before serving (prepare, and the [mcp_servers] definitions) and prints
+// before serving (app.New, and the [mcp_servers] definitions) and prints
 // the effective configuration with secrets masked, or the problems found.
 func configCommand(args []string, stdout, stderr *os.File) int {
 	help := configCheckHelp()
@@ -103,18 +104,16 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 	if !ok {
 		return code
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	prep, probs, code := prepare(cfg, dir, log)
-	if prep != nil {
-		defer prep.ws.Close()
-		probs = append(probs, checkDownstreams(cfg, prep, log)...)
-		code = exitUsage
+	server, err := app.New(cfg, inspectOptions(dir, stderr))
+	if err != nil {
+		return refused(err, func(p error) { fmt.Fprintln(stderr, "troupe:", p) })
 	}
-	if len(probs) > 0 {
+	defer server.Close()
+	if probs := server.CheckDownstreams(); len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(stderr, "troupe:", p)
 		}
-		return code
+		return exitUsage
 	}
 	out, err := cfg.Effective()
 	if err != nil {
@@ -134,25 +133,18 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 	if !ok {
 		return code
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// The same checks as serve: a config serve refuses lists nothing.
-	prep, probs, code := prepare(cfg, dir, log)
-	if prep == nil {
-		for _, p := range probs {
-			fmt.Fprintln(stderr, "troupe:", p)
-		}
-		return code
-	}
-	defer prep.ws.Close()
-	ws, sb := prep.ws, prep.sb
-	servers := probeServers(context.Background(), cfg, ws, sb, log)
-	reg, err := buildRegistry(cfg, ws, sb, servers, log)
+	server, err := app.New(cfg, inspectOptions(dir, stderr))
 	if err != nil {
-		fmt.Fprintln(stderr, "troupe: cannot build the tool registry:", err)
+		return refused(err, func(p error) { fmt.Fprintln(stderr, "troupe:", p) })
+	}
+	defer server.Close()
+	found, err := server.Tools(context.Background())
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
 		return exitUsage
 	}
-	warnUnenforceable(cfg, reg, ws, sb, log)
-	list, _ := reg.Page(0, reg.Len())
+	list, servers := found.Tools, found.Servers
 	names := make([]string, len(list))
 	for i, t := range list {
 		names[i] = t.Name
@@ -162,10 +154,10 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 	namespace, visible := tools.CodexNamespace(cfg.Server.Name), tools.CodexVisibleNames(cfg.Server.Name, names)
 	if !*asJSON {
 		for _, s := range servers {
-			if s.err != nil {
-				fmt.Fprintf(stdout, "server %s: %s: %v\n", s.name, s.state, s.err)
+			if s.Err != nil {
+				fmt.Fprintf(stdout, "server %s: %s: %v\n", s.Name, s.State, s.Err)
 			} else {
-				fmt.Fprintf(stdout, "server %s: %s, %d tools\n", s.name, s.state, len(s.tools))
+				fmt.Fprintf(stdout, "server %s: %s, %d tools\n", s.Name, s.State, s.Tools)
 			}
 		}
 		if len(servers) > 0 {
@@ -177,9 +169,9 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		enc.SetIndent("", "  ")
 		var states []map[string]any
 		for _, s := range servers {
-			st := map[string]any{"name": s.name, "state": s.state, "tools": len(s.tools)}
-			if s.err != nil {
-				st["error"] = s.err.Error()
+			st := map[string]any{"name": s.Name, "state": s.State, "tools": s.Tools}
+			if s.Err != nil {
+				st["error"] = s.Err.Error()
 			}
 			states = append(states, st)
 		}
@@ -202,6 +194,14 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 	return 0
 }
 
+// inspectOptions are the app's options for the commands that inspect a
+// configuration without serving: warnings and worse on stderr.
+func inspectOptions(dir string, stderr io.Writer) app.Options {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return app.Options{Workspace: dir, Version: buildVersion(), Logger: log}
+}
+
+// firstLine is s up to its first sentence's end or line break.
 func firstLine(s string) string {
 	if i := strings.IndexAny(s, ".\n"); i >= 0 {
 		return s[:i+1]

@@ -6,7 +6,7 @@
 //
 // Open a workspace, build the tools and register them:
 //
-//	ws, err := sandbox.OpenWorkspace("/path/to/checkout")
+//	ws, err := workspace.Open("/path/to/checkout")
 //	if err != nil {
 //		return err
 //	}
@@ -40,7 +40,7 @@
 //     even though the rename could replace it: the tool honours permissions
 //     the way an in-place write would.
 //   - Confined, and stricter than the read tools. Paths go through
-//     [sandbox.Workspace.Rel] and every file operation through the
+//     [workspace.Root.Rel] and every file operation through the
 //     workspace's os.Root, so "..", absolute paths elsewhere and symlinks
 //     leading out are refused with permission_denied. On top of that no
 //     symlink is followed at all, not even one that stays inside: if the

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/files"
+	"troupe/workspace"
 )
 
 // Example registers fs.writeFile and calls it the way troupe does: look
@@ -21,7 +21,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	ws, err := sandbox.OpenWorkspace(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		log.Fatal(err)
 	}

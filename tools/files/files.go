@@ -8,8 +8,8 @@ import (
 	"strings"
 	"syscall"
 
-	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // NameWriteFile is fs.writeFile's name, as clients see it in tools/list.
@@ -18,7 +18,7 @@ const NameWriteFile = "fs.writeFile"
 // Tools returns the file tools confined to ws: for now fs.writeFile. The
 // tools hold ws but do not own it: closing it is the caller's job, after
 // the last call has returned.
-func Tools(ws *sandbox.Workspace) []tools.Tool {
+func Tools(ws *workspace.Root) []tools.Tool {
 	return []tools.Tool{&writeFileTool{ws: ws}}
 }
 
@@ -33,14 +33,14 @@ type target struct {
 // resolveTarget checks the client's path and splits it. It refuses what
 // can never be a file to write: the root, a path ending in "/", "/." or
 // "/..", and
-// anything sandbox.Workspace.Rel refuses.
-func resolveTarget(ws *sandbox.Workspace, arg string) (target, error) {
+// anything workspace.Root.Rel refuses.
+func resolveTarget(ws *workspace.Root, arg string) (target, error) {
 	if arg == "" {
 		return target{}, tools.Errorf(tools.KindInvalidArgument, "path is empty; name the file to write, relative to the workspace root")
 	}
 	rel, err := ws.Rel(arg)
 	if err != nil {
-		return target{}, pathError(arg, err)
+		return target{}, workspace.ToolError(workspace.Write, arg, err)
 	}
 	if rel == "." {
 		return target{}, tools.Errorf(tools.KindInvalidArgument, "path %q is the workspace root, a directory; name a file inside it", arg)
@@ -130,7 +130,7 @@ func dirError(t target, dir string, err error) error {
 	case errors.Is(err, syscall.ENOTDIR):
 		return tools.Errorf(tools.KindNotFound, "path %q cannot be written: %q is not a directory", t.arg, dir)
 	}
-	return pathError(t.arg, err)
+	return workspace.ToolError(workspace.Write, t.arg, err)
 }
 
 // symlinkError is the refusal of a symlink at name, t's target itself or
@@ -142,35 +142,4 @@ func symlinkError(t target, name string) error {
 	}
 	return tools.Errorf(tools.KindPermissionDenied,
 		"path %q goes through %q, a symbolic link; %s never writes through symbolic links, so name the file by its real path in the workspace", t.arg, name, NameWriteFile)
-}
-
-// pathError maps a failure to resolve or write the client's path to a tool
-// error. Messages quote only arg, the client's own string: err may carry
-// host paths (os.Root names files by their full path) and is never shown.
-// Failures nobody expects stay plain errors, which troupe logs and reports
-// as internal.
-func pathError(arg string, err error) error {
-	switch {
-	case errors.Is(err, sandbox.ErrInvalidPath):
-		return tools.Errorf(tools.KindInvalidArgument, "path %q is not a valid path: it contains a NUL byte", arg)
-	case sandbox.IsOutside(err):
-		return tools.Errorf(tools.KindPermissionDenied, "path %q is outside the workspace; only paths inside it can be written", arg)
-	case errors.Is(err, fs.ErrNotExist):
-		return tools.Errorf(tools.KindNotFound, "path %q cannot be written: a directory on its way does not exist", arg)
-	case errors.Is(err, syscall.ENOTDIR):
-		return tools.Errorf(tools.KindNotFound, "path %q cannot be written: one of its parents is not a directory", arg)
-	case errors.Is(err, syscall.EISDIR):
-		return tools.Errorf(tools.KindInvalidArgument, "path %q is a directory; name a file", arg)
-	case errors.Is(err, syscall.EROFS):
-		return tools.Errorf(tools.KindPermissionDenied, "path %q cannot be written: the file system is read-only", arg)
-	case errors.Is(err, fs.ErrPermission):
-		return tools.Errorf(tools.KindPermissionDenied, "path %q cannot be written: permission denied", arg)
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return tools.Errorf(tools.KindUnavailable, "path %q cannot be written: no space left on the device or quota exceeded", arg)
-	case errors.Is(err, syscall.ELOOP):
-		return tools.Errorf(tools.KindInvalidArgument, "path %q has too many levels of symbolic links", arg)
-	case errors.Is(err, syscall.ENAMETOOLONG):
-		return tools.Errorf(tools.KindInvalidArgument, "path %q is too long", arg)
-	}
-	return fmt.Errorf("files: %q: %w", arg, err)
 }

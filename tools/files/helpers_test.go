@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/files"
 	"troupe/tools/tooltest"
+	"troupe/workspace"
 )
 
 // fixture is a file tree for a test. Keys are slash paths; a value
@@ -35,7 +35,7 @@ type env struct {
 	base    string // holds ws and outside
 	dir     string // the workspace
 	outside string
-	ws      *sandbox.Workspace
+	ws      *workspace.Root
 	reg     *tools.Registry
 }
 
@@ -53,7 +53,7 @@ func newEnv(t testing.TB, inside, outside fixture) *env {
 	}
 	inside.write(t, e.dir)
 	outside.write(t, e.outside)
-	ws, err := sandbox.OpenWorkspace(e.dir)
+	ws, err := workspace.Open(e.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // TestCancelBeforeRename cancels a call at the last moment it can be
@@ -25,7 +25,7 @@ func TestCancelBeforeRename(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "old.txt"), []byte("old"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			ws, err := sandbox.OpenWorkspace(dir)
+			ws, err := workspace.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

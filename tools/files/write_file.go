@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 
 	"troupe/protocol"
-	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 const (
@@ -35,7 +35,7 @@ const (
 
 // writeFileTool is fs.writeFile.
 type writeFileTool struct {
-	ws *sandbox.Workspace
+	ws *workspace.Root
 	// beforeRename, when set, runs right before the context's last check
 	// and the rename. Only tests set it, to cancel a call at the last
 	// moment it can still be undone.
@@ -183,7 +183,7 @@ func checkTargetOnce(dir *os.Root, t target) (perm fs.FileMode, keep, swapped bo
 		return newFileMode, false, false, nil
 	}
 	if err != nil {
-		return 0, false, false, pathError(t.arg, err)
+		return 0, false, false, workspace.ToolError(workspace.Write, t.arg, err)
 	}
 	if err := refuseType(t, fi); err != nil {
 		return 0, false, false, err
@@ -206,15 +206,15 @@ func checkTargetOnce(dir *os.Root, t target) (perm fs.FileMode, keep, swapped bo
 		return 0, false, false, notRegular(t)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, false, true, pathError(t.arg, err) // removed meanwhile: look again
+		return 0, false, true, workspace.ToolError(workspace.Write, t.arg, err) // removed meanwhile: look again
 	}
 	if err != nil {
-		return 0, false, false, pathError(t.arg, err)
+		return 0, false, false, workspace.ToolError(workspace.Write, t.arg, err)
 	}
 	defer f.Close()
 	opened, err := f.Stat()
 	if err != nil {
-		return 0, false, false, pathError(t.arg, err)
+		return 0, false, false, workspace.ToolError(workspace.Write, t.arg, err)
 	}
 	if !os.SameFile(fi, opened) {
 		// The name was swapped between the lstat and the open; the open
@@ -247,7 +247,7 @@ func notRegular(t target) error {
 func (t *writeFileTool) replace(ctx context.Context, dir *os.Root, tg target, content string, perm fs.FileMode, keep bool) error {
 	f, tmp, err := createTemp(dir, tg.base, perm)
 	if err != nil {
-		return pathError(tg.arg, err)
+		return workspace.ToolError(workspace.Write, tg.arg, err)
 	}
 	renamed := false
 	defer func() {
@@ -261,7 +261,7 @@ func (t *writeFileTool) replace(ctx context.Context, dir *os.Root, tg target, co
 		// fchmod, unlike the mode given at creation, is not narrowed by
 		// the umask, so the replacement has exactly the old file's bits.
 		if err := f.Chmod(perm); err != nil {
-			return pathError(tg.arg, err)
+			return workspace.ToolError(workspace.Write, tg.arg, err)
 		}
 	}
 	for off := 0; off < len(content); off += writeChunk {
@@ -269,16 +269,16 @@ func (t *writeFileTool) replace(ctx context.Context, dir *os.Root, tg target, co
 			return err
 		}
 		if _, err := f.WriteString(content[off:min(off+writeChunk, len(content))]); err != nil {
-			return pathError(tg.arg, err)
+			return workspace.ToolError(workspace.Write, tg.arg, err)
 		}
 	}
 	// The data must be on disk before the name points at it, or a crash
 	// could leave the target empty.
 	if err := f.Sync(); err != nil {
-		return pathError(tg.arg, err)
+		return workspace.ToolError(workspace.Write, tg.arg, err)
 	}
 	if err := f.Close(); err != nil {
-		return pathError(tg.arg, err)
+		return workspace.ToolError(workspace.Write, tg.arg, err)
 	}
 	if t.beforeRename != nil {
 		t.beforeRename()
@@ -293,7 +293,7 @@ func (t *writeFileTool) replace(ctx context.Context, dir *os.Root, tg target, co
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EISDIR) {
 			return tools.Errorf(tools.KindInvalidArgument, "path %q is a directory; name a file", tg.arg)
 		}
-		return pathError(tg.arg, err)
+		return workspace.ToolError(workspace.Write, tg.arg, err)
 	}
 	renamed = true
 	// Flush the directory so the rename itself survives a crash. It is

@@ -6,7 +6,7 @@
 //
 // Open a workspace, build the tools and register them:
 //
-//	ws, err := sandbox.OpenWorkspace("/path/to/checkout")
+//	ws, err := workspace.Open("/path/to/checkout")
 //	if err != nil {
 //		return err
 //	}
@@ -20,7 +20,7 @@
 //
 // # Confinement
 //
-// Every path a client names goes through [sandbox.Workspace.Rel] and is
+// Every path a client names goes through [workspace.Root.Rel] and is
 // opened through the workspace's os.Root, so "..", absolute paths elsewhere
 // and symlinks that lead out (at any depth, however chained) are refused
 // with a permission_denied error. Symlinks that stay inside are followed

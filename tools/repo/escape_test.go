@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"troupe/sandbox"
 	"troupe/tools/repo"
+	"troupe/workspace"
 )
 
 // raceCalls is how many searches race the swap; on the unconfined rg a few
@@ -42,7 +42,7 @@ func TestRipgrepSwappedSymlinkRace(t *testing.T) {
 			tree[".swap"] = "->" + outside
 			tree.write(t, dir)
 			secrets.write(t, outside)
-			ws, err := sandbox.OpenWorkspace(dir)
+			ws, err := workspace.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/repo"
+	"troupe/workspace"
 )
 
 // Example builds the repo tools for a workspace, registers them and calls
@@ -25,7 +25,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	ws, err := sandbox.OpenWorkspace(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"troupe/tools"
 	"troupe/tools/repo"
 	"troupe/tools/tooltest"
+	"troupe/workspace"
 )
 
 // fixture is a file tree for a test. Keys are slash paths; a value
@@ -23,11 +24,11 @@ type fixture map[string]string
 
 // build writes the tree under a fresh temporary directory and opens it as a
 // workspace, closed when the test ends.
-func (fx fixture) build(t testing.TB) (*sandbox.Workspace, string) {
+func (fx fixture) build(t testing.TB) (*workspace.Root, string) {
 	t.Helper()
 	dir := t.TempDir()
 	fx.write(t, dir)
-	ws, err := sandbox.OpenWorkspace(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ type toolSet struct {
 	reg *tools.Registry
 }
 
-func newToolSet(t testing.TB, ws *sandbox.Workspace, opts repo.Options) *toolSet {
+func newToolSet(t testing.TB, ws *workspace.Root, opts repo.Options) *toolSet {
 	t.Helper()
 	if opts.Sandbox == nil && !opts.DisableRipgrep {
 		// rg only runs confined.

@@ -12,8 +12,8 @@ import (
 	"syscall"
 
 	"troupe/protocol"
-	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 const (
@@ -23,7 +23,7 @@ const (
 
 // listDirTool is repo.listDir.
 type listDirTool struct {
-	ws *sandbox.Workspace
+	ws *workspace.Root
 }
 
 type listDirArgs struct {
@@ -115,12 +115,12 @@ func (t *listDirTool) Call(ctx context.Context, req *tools.Request) (*protocol.C
 	// wait for a writer.
 	f, err := t.ws.Root().OpenFile(rel, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, pathError(arg, err)
+		return nil, workspace.ToolError(workspace.Read, arg, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, pathError(arg, err)
+		return nil, workspace.ToolError(workspace.Read, arg, err)
 	}
 	if !fi.IsDir() {
 		if fi.Mode().IsRegular() {
@@ -147,7 +147,7 @@ func (t *listDirTool) Call(ctx context.Context, req *tools.Request) (*protocol.C
 			break
 		}
 		if err != nil {
-			return nil, pathError(arg, err)
+			return nil, workspace.ToolError(workspace.Read, arg, err)
 		}
 	}
 	slices.SortFunc(kept, byName)

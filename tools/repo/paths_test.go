@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/repo"
+	"troupe/workspace"
 )
 
 // TestPathConfinement names paths that try to leave the workspace in every
@@ -43,7 +43,7 @@ func TestPathConfinement(t *testing.T) {
 		"dir/sub/dir-back":  "->../..",
 		"dir/sub/self-loop": "->self-loop",
 	}.write(t, wsDir)
-	ws, err := sandbox.OpenWorkspace(wsDir)
+	ws, err := workspace.Open(wsDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"troupe/protocol"
-	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 const (
@@ -34,7 +34,7 @@ const (
 
 // readFileTool is repo.readFile.
 type readFileTool struct {
-	ws *sandbox.Workspace
+	ws *workspace.Root
 }
 
 type readFileArgs struct {
@@ -194,7 +194,7 @@ func (t *readFileTool) Call(ctx context.Context, req *tools.Request) (*protocol.
 		return nil, tools.Errorf(tools.KindInvalidArgument, "path %q is not a regular file (it is a FIFO, socket or device)", arg)
 	}
 	if err != nil {
-		return nil, pathError(arg, err)
+		return nil, workspace.ToolError(workspace.Read, arg, err)
 	}
 	defer f.Close()
 	if err := ctx.Err(); err != nil {
@@ -203,7 +203,7 @@ func (t *readFileTool) Call(ctx context.Context, req *tools.Request) (*protocol.
 
 	sniff, err := readAt(f, 0, binarySniffBytes)
 	if err != nil {
-		return nil, pathError(arg, err)
+		return nil, workspace.ToolError(workspace.Read, arg, err)
 	}
 	if bytes.IndexByte(sniff, 0) >= 0 {
 		return nil, tools.Errorf(tools.KindInvalidArgument,
@@ -216,7 +216,7 @@ func (t *readFileTool) Call(ctx context.Context, req *tools.Request) (*protocol.
 	if rng.byLines {
 		lines, at, found, err := lineStart(ctx, f, rng.startLine)
 		if err != nil {
-			return nil, pathError(arg, err)
+			return nil, workspace.ToolError(workspace.Read, arg, err)
 		}
 		if !found {
 			return nil, tools.Errorf(tools.KindInvalidArgument,
@@ -236,7 +236,7 @@ func (t *readFileTool) Call(ctx context.Context, req *tools.Request) (*protocol.
 	want := min(lead+int64(limit), fi.Size()-(start-lead)) + utf8.UTFMax + 1
 	buf, err := readAt(f, start-lead, int(want))
 	if err != nil {
-		return nil, pathError(arg, err)
+		return nil, workspace.ToolError(workspace.Read, arg, err)
 	}
 	skip := intoRune(buf, int(lead))
 	buf = buf[int(lead)+skip:]

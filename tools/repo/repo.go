@@ -3,7 +3,6 @@ package repo
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // The tools' names, as clients see them in tools/list.
@@ -45,7 +45,7 @@ type Options struct {
 // Tools returns repo.listDir, repo.readFile and repo.ripgrep, confined to
 // ws. The tools hold ws but do not own it: closing it is the caller's job,
 // after the last call has returned.
-func Tools(ws *sandbox.Workspace, opts Options) []tools.Tool {
+func Tools(ws *workspace.Root, opts Options) []tools.Tool {
 	builtin := &builtinSearch{ws: ws}
 	var search searcher = builtin
 	if !opts.DisableRipgrep && opts.Sandbox != nil {
@@ -101,7 +101,7 @@ type pathCall struct {
 // decodePathCall decodes and checks the arguments of a path tool: args
 // points at the tool's argument struct, whose Path and limit fields are
 // passed as path and limit.
-func decodePathCall(ws *sandbox.Workspace, tool string, raw json.RawMessage, args any,
+func decodePathCall(ws *workspace.Root, tool string, raw json.RawMessage, args any,
 	path **string, limit **float64, l pathLimit) (pathCall, error) {
 	if err := tools.DecodeArgs(tool, raw, args); err != nil {
 		return pathCall{}, err
@@ -122,40 +122,12 @@ func decodePathCall(ws *sandbox.Workspace, tool string, raw json.RawMessage, arg
 
 // resolve turns the client's path into a workspace-relative one, or into
 // the error the model should see.
-func resolve(ws *sandbox.Workspace, arg string) (string, error) {
+func resolve(ws *workspace.Root, arg string) (string, error) {
 	rel, err := ws.Rel(arg)
 	if err != nil {
-		return "", pathError(arg, err)
+		return "", workspace.ToolError(workspace.Read, arg, err)
 	}
 	return rel, nil
-}
-
-// pathError maps a failure to resolve, open or stat the client's path to a
-// tool error. Messages quote only arg, the client's own string: err may
-// carry host paths (os.Root names files by their full path) and is never
-// shown. Failures nobody expects stay plain errors, which troupe logs and
-// reports as internal.
-func pathError(arg string, err error) error {
-	switch {
-	case errors.Is(err, sandbox.ErrInvalidPath):
-		return tools.Errorf(tools.KindInvalidArgument, "path %q is not a valid path: it contains a NUL byte", arg)
-	case sandbox.IsOutside(err):
-		return tools.Errorf(tools.KindPermissionDenied, "path %q is outside the workspace; only paths inside it can be used", arg)
-	case errors.Is(err, fs.ErrNotExist):
-		return tools.Errorf(tools.KindNotFound, "path %q does not exist in the workspace", arg)
-	case errors.Is(err, syscall.ENOTDIR):
-		return tools.Errorf(tools.KindNotFound, "path %q does not exist: one of its parents is not a directory", arg)
-	case errors.Is(err, fs.ErrPermission):
-		return tools.Errorf(tools.KindPermissionDenied, "path %q cannot be read: permission denied", arg)
-	case errors.Is(err, syscall.ELOOP):
-		return tools.Errorf(tools.KindInvalidArgument, "path %q has too many levels of symbolic links", arg)
-	case errors.Is(err, syscall.ENAMETOOLONG):
-		return tools.Errorf(tools.KindInvalidArgument, "path %q is too long", arg)
-	case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.EOPNOTSUPP):
-		// What opening a socket yields.
-		return tools.Errorf(tools.KindInvalidArgument, "path %q is not a regular file", arg)
-	}
-	return fmt.Errorf("repo: %q: %w", arg, err)
 }
 
 // openRegular opens name for reading and makes sure it is a regular file.

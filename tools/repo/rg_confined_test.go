@@ -15,6 +15,7 @@ import (
 
 	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // TestConfinedRgReadsNothingOutside names the way out to rg directly: rg
@@ -48,7 +49,7 @@ func TestConfinedRgReadsNothingOutside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ws, err := sandbox.OpenWorkspace(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestRgFallsBackWhenItCannotBeConfined(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("needle\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := sandbox.OpenWorkspace(dir)
+	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

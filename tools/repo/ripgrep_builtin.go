@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // builtinSearch is the search troupe runs when there is no rg. It mirrors
@@ -21,7 +21,7 @@ import (
 // gets the same answer on any host; the package comment lists where it
 // cannot.
 type builtinSearch struct {
-	ws *sandbox.Workspace
+	ws *workspace.Root
 }
 
 func (s *builtinSearch) describe() string {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"troupe/sandbox"
 	"troupe/tools/repo"
+	"troupe/workspace"
 )
 
 // parityTree exercises everything in which rg and the built-in search
@@ -363,7 +363,7 @@ func paritySeed(t *testing.T) uint64 {
 }
 
 // compareEngines runs one search both ways and describes any difference.
-func compareEngines(t *testing.T, ws *sandbox.Workspace, args map[string]any) string {
+func compareEngines(t *testing.T, ws *workspace.Root, args map[string]any) string {
 	t.Helper()
 	ctx := testCtx(t, 20*time.Second)
 	var got, want grepResult

@@ -19,6 +19,7 @@ import (
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // rgSearch runs the rg binary, confined: through the sandbox with a
@@ -31,7 +32,7 @@ import (
 // gitignore changes what a call finds, and the built-in search can give
 // the same results.
 type rgSearch struct {
-	ws  *sandbox.Workspace
+	ws  *workspace.Root
 	bin string
 	sb  *sandbox.Sandbox
 	log *slog.Logger

@@ -17,9 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"troupe/protocol"
-	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/repo"
+	"troupe/workspace"
 )
 
 // engine is one way of building repo.ripgrep for a test.
@@ -458,7 +458,7 @@ func (r *recorder) Log(protocol.LoggingLevel, any) {}
 
 // TestRipgrepSpec checks what clients see in tools/list.
 func TestRipgrepSpec(t *testing.T) {
-	ws, err := sandbox.OpenWorkspace(t.TempDir())
+	ws, err := workspace.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -21,8 +21,8 @@ type httpFront struct {
 	errs    chan error
 }
 
-// checkHTTPAddress is serve's check of http.listen before anything
-// listens (prepare runs it, so "config check" refuses what serve refuses):
+// checkHTTPAddress is the check of http.listen before anything listens
+// (New runs it, so "config check" refuses what serve refuses):
 // HOST:PORT, and not beyond loopback without a bearer token unless the
 // config allows it. It reports whether the address is loopback.
 func checkHTTPAddress(cfg *config.Config) (bool, error) {

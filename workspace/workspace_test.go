@@ -1,4 +1,4 @@
-package sandbox
+package workspace
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ func TestRel(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := OpenWorkspace(link)
+	ws, err := Open(link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRootRefusesSymlinkEscapes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ws, err := OpenWorkspace(dir)
+	ws, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,15 +71,15 @@ func TestRootRefusesSymlinkEscapes(t *testing.T) {
 	}
 }
 
-func TestOpenWorkspaceErrors(t *testing.T) {
+func TestOpenErrors(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(f, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{f, filepath.Join(f, "missing")} {
-		if ws, err := OpenWorkspace(d); err == nil {
+		if ws, err := Open(d); err == nil {
 			ws.Close()
-			t.Errorf("OpenWorkspace(%q) succeeded", d)
+			t.Errorf("Open(%q) succeeded", d)
 		}
 	}
 }

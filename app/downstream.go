@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -90,7 +90,8 @@ func isDownstream(source string) bool { return strings.HasPrefix(source, "[mcp_s
 type downstreams struct {
 	host    *actors.Host
 	sb      *sandbox.Sandbox
-	ws      *sandbox.Workspace
+	wsDir   string // the workspace: stdio servers' default cwd and writable directory
+	version string // troupe's, in the clientInfo servers see
 	log     *slog.Logger
 	changed func()
 	// parkTimeout is approvals.timeout: how long a legacy server's call
@@ -101,6 +102,14 @@ type downstreams struct {
 	running map[string]*runningServer
 }
 
+// newDownstreams makes the keeper of the App's downstream servers; host
+// is nil for checks and probes, which start nothing.
+func (a *App) newDownstreams(host *actors.Host) *downstreams {
+	return &downstreams{host: host, sb: a.sb, wsDir: a.ws.Dir(), version: a.opts.Version, log: a.log}
+}
+
+// runningServer is one started downstream server, with the configuration
+// it was started from.
 type runningServer struct {
 	cfg  config.McpServer
 	opts proxy.Options
@@ -183,7 +192,7 @@ func startupTimeout(s config.McpServer) time.Duration {
 // stdio server gets only its env and the variables env_vars names, and
 // runs under its sandbox profile, writable only in the workspace.
 func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream.Config, error) {
-	c := upstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: buildVersion()},
+	c := upstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: ds.version},
 		Era: eraChoice(s.Era), ParkTimeout: ds.parkTimeout}
 	if s.URL != "" {
 		c.URL, c.Headers = s.URL, s.HTTPHeaders
@@ -218,18 +227,18 @@ func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream
 		command = found
 	}
 	c.Command, c.Args, c.Env = command, s.Args, env
-	c.Cwd = ds.ws.Dir()
+	c.Cwd = ds.wsDir
 	if s.Cwd != "" {
 		c.Cwd = s.Cwd
 		if !filepath.IsAbs(s.Cwd) {
-			c.Cwd = filepath.Join(ds.ws.Dir(), s.Cwd)
+			c.Cwd = filepath.Join(ds.wsDir, s.Cwd)
 		}
 	}
 	profile, err := sandbox.ParseProfile(s.SandboxProfile)
 	if err != nil {
 		return c, err
 	}
-	policy := sandbox.Policy{Profile: profile, Workspace: ds.ws.Dir(), AllowNetwork: s.AllowNetwork}
+	policy := sandbox.Policy{Profile: profile, Workspace: ds.wsDir, AllowNetwork: s.AllowNetwork}
 	if profile != sandbox.ProfileNone {
 		if err := ds.sb.Check(policy); err != nil {
 			return c, err
@@ -285,10 +294,10 @@ func lookPathIn(name, path string) (string, error) {
 	return "", exec.ErrNotFound
 }
 
-// probeServers connects to each server once (for `troupe tools`), lists
-// its tools and closes: the state of each, without a Host.
-func probeServers(ctx context.Context, cfg *config.Config, ws *sandbox.Workspace, sb *sandbox.Sandbox, log *slog.Logger) []serverTools {
-	ds := &downstreams{sb: sb, ws: ws, log: log}
+// probeServers connects to each server of cfg once (for `troupe tools`),
+// lists its tools and closes: the state of each, without a Host.
+func (a *App) probeServers(ctx context.Context, cfg *config.Config) []serverTools {
+	ds := a.newDownstreams(nil)
 	var out []serverTools
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -311,7 +320,7 @@ func probeServers(ctx context.Context, cfg *config.Config, ws *sandbox.Workspace
 				st.err = err
 				return
 			}
-			ucfg.Logger = log
+			ucfg.Logger = a.log
 			dctx, cancel := context.WithTimeout(ctx, startupTimeout(s))
 			defer cancel()
 			c, err := upstream.Dial(dctx, ucfg, upstream.Handlers{})

@@ -1,0 +1,30 @@
+package app
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// CheckDownstreams is what Run checks of each enabled [mcp_servers] entry
+// before starting it (its command found, its sandbox profile enforceable
+// here, its token variable set): Run logs a failure and serves without
+// that server; "troupe config check" reports it.
+func (a *App) CheckDownstreams() []error {
+	cfg := a.config()
+	if !cfg.Features.EnableMcpServerSurface {
+		return nil
+	}
+	ds := a.newDownstreams(nil)
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(cfg.McpServers)) {
+		s := cfg.McpServers[name]
+		if s.Enabled != nil && !*s.Enabled {
+			continue
+		}
+		if _, err := ds.upstreamConfig(name, s); err != nil {
+			errs = append(errs, fmt.Errorf("[mcp_servers.%q]: %w (serve would run without this server)", name, err))
+		}
+	}
+	return errs
+}

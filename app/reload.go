@@ -1,0 +1,108 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"troupe/config"
+	"troupe/logging"
+)
+
+// Reload puts next, a whole effective configuration, into force while Run
+// runs. Every reload rebuilds the tool registry (sessions whose list
+// changed get notifications/tools/list_changed; calls in flight finish with
+// the tools they started with), restarts the downstream servers that were
+// added, removed or changed, and keeps the log redactor in step with the
+// secrets. Then each part of the configuration in reloadRules that differs
+// from the one in force is applied, or, when only a restart applies it,
+// named in one warning. A next whose tool set is invalid is refused as a
+// whole: the error says why, and the configuration in force stays.
+func (a *App) Reload(next *config.Config) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	run := a.run
+	if run == nil {
+		return errors.New("config reload: troupe is not running")
+	}
+	reg, err := a.buildRegistry(next, run.ds.snapshot())
+	if err != nil {
+		a.log.Error("config reload: the new tool set is invalid; keeping the last good configuration", "err", err)
+		return fmt.Errorf("config reload: the new tool set is invalid: %w", err)
+	}
+	// Servers removed or changed go now, new ones start connecting (their
+	// tools arrive with a rebuild once they are up).
+	run.ds.apply(next)
+	if again, err := a.buildRegistry(next, run.ds.snapshot()); err == nil {
+		reg = again
+	}
+	if a.opts.Secrets != nil {
+		a.opts.Secrets.Store(Secrets(next))
+	}
+	run.host.SetRegistry(reg)
+	a.warnUnenforceable(next, reg)
+	var atStart []string
+	for _, r := range reloadRules {
+		if reflect.DeepEqual(r.part(a.cfg), r.part(next)) {
+			continue
+		}
+		if r.apply == nil {
+			atStart = append(atStart, r.key)
+			continue
+		}
+		r.apply(a, run, next)
+	}
+	if len(atStart) > 0 {
+		a.log.Warn("config reload: changes that take effect at the next start", "keys", atStart)
+	}
+	a.cfg = next
+	a.log.Info("configuration reloaded", "tools", reg.Len())
+	return nil
+}
+
+// A reloadRule is one part of the configuration, and what a reload does
+// when that part changed.
+type reloadRule struct {
+	key  string                   // the part as the config file names it
+	part func(*config.Config) any // the values compared (reflect.DeepEqual)
+	// apply puts the change into force; nil when the part is read only at
+	// start, so a change is reported and waits for the next start.
+	apply func(a *App, run *running, next *config.Config)
+}
+
+// reloadRules are the parts of the configuration a reload compares, beyond
+// the tool set (tools, docs, mcp, mcp_servers, features, shell, codex and
+// the sandbox's limits), which every reload rebuilds.
+var reloadRules = []reloadRule{
+	{key: "logging.level", part: func(c *config.Config) any { return c.Logging.Level }, apply: setLogLevel},
+	{key: "http.auth.bearer_token", part: func(c *config.Config) any { return c.HTTP.Auth.BearerToken }, apply: setBearerToken},
+
+	{key: "logging.format", part: func(c *config.Config) any { return c.Logging.Format }},
+	{key: "[server]", part: func(c *config.Config) any { return c.Server }},
+	{key: "[sessions]", part: func(c *config.Config) any { return c.Sessions }},
+	{key: "[limits]", part: func(c *config.Config) any { return c.Limits }},
+	{key: "[http] (all but auth.bearer_token)", part: func(c *config.Config) any {
+		h := c.HTTP
+		h.Auth = config.HTTPAuth{}
+		return h
+	}},
+	{key: "sandbox.driver", part: func(c *config.Config) any { return c.Sandbox.Driver }},
+	{key: "[approvals]", part: func(c *config.Config) any { return c.Approvals }},
+	{key: "[audit]", part: func(c *config.Config) any { return c.Audit }},
+	{key: "[output]", part: func(c *config.Config) any { return c.Output }},
+}
+
+// setLogLevel makes logging.level the log handler's level.
+func setLogLevel(a *App, _ *running, next *config.Config) {
+	if l, err := logging.ParseLevel(next.Logging.Level); err == nil && a.opts.Level != nil {
+		a.opts.Level.Set(l)
+	}
+}
+
+// setBearerToken makes http.auth.bearer_token the token later HTTP
+// requests must carry.
+func setBearerToken(_ *App, run *running, next *config.Config) {
+	if run.web != nil {
+		run.web.handler.SetBearerToken(next.HTTP.Auth.BearerToken)
+	}
+}

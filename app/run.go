@@ -1,0 +1,311 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"troupe/actors"
+	"troupe/audit"
+	"troupe/config"
+	"troupe/gate"
+	"troupe/protocol"
+	"troupe/sandbox"
+	"troupe/spool"
+)
+
+// RunOptions are what Run serves on and listens to.
+type RunOptions struct {
+	// Stdin and Stdout carry MCP over stdio; Run closes Stdout when the
+	// session ends. A nil Stdout serves no stdio: then http.listen must be
+	// set.
+	Stdin  io.Reader
+	Stdout io.WriteCloser
+	// Ready, when set, is called once the transports are up (troupe prints
+	// its "waiting for MCP messages" hint on a terminal).
+	Ready func()
+	// Reload asks for a reload of the configuration with each value
+	// received (troupe sends SIGHUP here). Run also reloads when the
+	// configuration file changes, loading it as Source says; Overlay, when
+	// set, is applied to each reloaded configuration before Reload, so that
+	// the command line's flags keep winning.
+	Reload  <-chan os.Signal
+	Source  config.Options
+	Overlay func(*config.Config)
+}
+
+// running is what exists while Run runs: the actor runtime, the
+// downstream servers and the HTTP front (nil when not serving HTTP).
+type running struct {
+	host *actors.Host
+	ds   *downstreams
+	web  *httpFront
+}
+
+// shutdownSlack is how long, beyond limits.shutdown_grace, Run waits for
+// the transports to finish, and how long Host.Close waits for tool
+// goroutines.
+const shutdownSlack = 5 * time.Second
+
+// Run serves until the clients are done or ctx ends: on stdio until stdin
+// ends (then, when HTTP is served too, until ctx ends), on HTTP until ctx
+// ends or the HTTP server fails. It then drains: new requests are refused,
+// calls in flight get limits.shutdown_grace to finish, and the rest are
+// stopped. While serving, the configuration is reloaded when its file
+// changes and on each value of opts.Reload (see Reload). Run returns an
+// error when it cannot start serving (the spool, the audit log, stdio, the
+// HTTP listener); once serving, failures are logged and Run returns nil.
+// Run may be called once per App.
+func (a *App) Run(ctx context.Context, opts RunOptions) error {
+	cfg, log := a.config(), a.log
+	if opts.Stdout == nil && cfg.HTTP.Listen == "" {
+		return errors.New("nothing to serve: no stdio and no http.listen")
+	}
+	// The sessions' spools live in the sandbox's hidden temp root unless
+	// configured elsewhere.
+	spoolDir := cfg.Output.SpoolDir
+	if spoolDir == "" {
+		var err error
+		if spoolDir, err = sandbox.MakeTempRoot(""); err != nil {
+			return fmt.Errorf("cannot make troupe's temp dir: %w", err)
+		}
+	}
+	// The sandbox probes in the background (it starts helper processes);
+	// what it found is logged when it is done, while serving starts.
+	probeReported := make(chan struct{})
+	go func() {
+		defer close(probeReported)
+		log.Info("process sandbox", "isolation", a.sb.Isolation().String())
+		a.warnUnenforceable(cfg, a.registry)
+	}()
+	defer func() { <-probeReported }()
+	auditLog, err := openAudit(cfg, log)
+	if err != nil {
+		return fmt.Errorf("cannot open the audit log: %w", err)
+	}
+	if auditLog != nil {
+		defer auditLog.Close() // after host.Close: the auditor writes its last batch when it stops
+	}
+
+	host := actors.NewHost(a.hostOptions(cfg, spoolDir, auditLog))
+	closeHost := func() {
+		if !host.Close(shutdownSlack) {
+			log.Warn("some tool calls did not stop in time")
+		}
+	}
+	_, rgErr := exec.LookPath("rg")
+	log.Info("troupe starting", "version", a.opts.Version, "tools", a.registry.Len(),
+		"workspace", a.ws.Dir(), "search", map[bool]string{true: "rg", false: "built-in"}[rgErr == nil])
+
+	// The goroutines Run owns (registry rebuilds, the config watcher, the
+	// reload requests) stop before Run returns.
+	workCtx, stopWork := context.WithCancel(context.Background())
+	var work sync.WaitGroup
+	stopWorkers := func() {
+		stopWork()
+		work.Wait()
+	}
+	defer stopWorkers()
+
+	// Downstream servers: each connects on its own; when one's tools
+	// change, the registry is rebuilt (a.mu orders that with reloads).
+	rebuild := make(chan struct{}, 1)
+	ds := a.newDownstreams(host)
+	ds.parkTimeout = cfg.Approvals.Timeout
+	ds.changed = func() {
+		select {
+		case rebuild <- struct{}{}:
+		default:
+		}
+	}
+	a.mu.Lock()
+	a.run = &running{host: host, ds: ds}
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.run = nil
+		a.mu.Unlock()
+	}()
+	ds.apply(cfg)
+	work.Go(func() {
+		for {
+			select {
+			case <-rebuild:
+				a.rebuild()
+			case <-workCtx.Done():
+				return
+			}
+		}
+	})
+	if servers := ds.snapshot(); len(servers) > 0 {
+		// Clients that list tools once (Codex) should see the servers'
+		// tools, and troupe's own in time: wait until each has connected
+		// or failed once, within the longest startup timeout and
+		// limits.mcp_servers_startup_wait (see actors.AwaitStartup).
+		wait := time.Duration(0)
+		for _, s := range servers {
+			wait = max(wait, startupTimeout(s.cfg))
+		}
+		ds.settle(min(wait, cfg.Limits.McpServersStartupWait))
+		// Serve what is known now; the rebuild goroutine may not have
+		// run yet.
+		a.mu.Lock()
+		if reg, err := a.buildRegistry(a.cfg, ds.snapshot()); err == nil {
+			host.SetRegistry(reg)
+		}
+		a.mu.Unlock()
+	}
+
+	var stdioDone <-chan struct{} // nil, never ready, when not serving stdio
+	if opts.Stdout != nil {
+		conn, err := host.ServeStream(opts.Stdin, opts.Stdout)
+		if err != nil {
+			stopWorkers()
+			closeHost()
+			return fmt.Errorf("cannot serve stdio: %w", err)
+		}
+		stdioDone = conn.Done()
+		log.Info("serving MCP on stdio")
+	}
+	var web *httpFront
+	if cfg.HTTP.Listen != "" {
+		if web, err = startHTTP(cfg, host, log); err != nil {
+			stopWorkers()
+			closeHost()
+			return fmt.Errorf("cannot serve HTTP: %w", err)
+		}
+		a.mu.Lock()
+		a.run.web = web
+		a.mu.Unlock()
+	}
+	if opts.Ready != nil {
+		opts.Ready()
+	}
+	a.watch(workCtx, &work, opts)
+
+	select {
+	case <-stdioDone:
+		log.Info("stdin closed")
+		if web != nil {
+			log.Info("still serving HTTP until a signal")
+			<-ctx.Done()
+		}
+	case <-ctx.Done():
+		log.Info("signal received; finishing calls in flight", "grace", cfg.Limits.ShutdownGrace)
+	case err := <-web.failed():
+		log.Error("HTTP server failed", "err", err)
+	}
+	stopWorkers() // no reloads while draining
+	if web != nil {
+		web.handler.StopAccepting()
+	}
+	host.Drain()
+	deadline := time.After(cfg.Limits.ShutdownGrace + shutdownSlack)
+	if stdioDone != nil {
+		select {
+		case <-stdioDone:
+		case <-deadline:
+			log.Warn("stdio did not finish in time; exiting anyway")
+		}
+	}
+	if web != nil {
+		web.shutdown(cfg.Limits.ShutdownGrace+shutdownSlack, log)
+	}
+	closeHost()
+	return nil
+}
+
+// watch reloads the configuration on edits of its file and on each value
+// of opts.Reload, in goroutines counted in work that end with ctx.
+func (a *App) watch(ctx context.Context, work *sync.WaitGroup, opts RunOptions) {
+	log := a.log
+	watcher := config.NewWatcher(a.config(), opts.Source, a.writable, 0, func(next *config.Config) {
+		if opts.Overlay != nil {
+			opts.Overlay(next)
+		}
+		_ = a.Reload(next) // it logs what it did or why not
+	}, func(err error) {
+		log.Error("config reload failed; keeping the last good configuration", "err", err)
+	})
+	work.Go(func() {
+		if err := watcher.Run(ctx); err != nil {
+			log.Warn("config file is not watched; SIGHUP still reloads", "err", err)
+		}
+	})
+	if opts.Reload == nil {
+		return
+	}
+	work.Go(func() {
+		for {
+			select {
+			case sig := <-opts.Reload:
+				log.Info("reloading the configuration", "signal", sig.String())
+				watcher.Reload()
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+}
+
+// rebuild builds the registry again with the configuration in force and
+// the downstream servers' tools as they are now, and puts it into force.
+func (a *App) rebuild() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.run == nil {
+		return
+	}
+	reg, err := a.buildRegistry(a.cfg, a.run.ds.snapshot())
+	if err != nil {
+		a.log.Error("downstream tools changed but the registry cannot be rebuilt", "err", err)
+		return
+	}
+	a.run.host.SetRegistry(reg)
+	a.warnUnenforceable(a.cfg, reg)
+}
+
+// hostOptions are the actor runtime's options from cfg.
+func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.Log) actors.Options {
+	runtimeLog := a.opts.RuntimeLogger
+	if runtimeLog == nil {
+		runtimeLog = a.log
+	}
+	return actors.Options{
+		Session: actors.SessionOptions{
+			ServerInfo: protocol.Implementation{
+				Name: cfg.Server.Name, Title: "troupe", Version: a.opts.Version,
+				Description: "An MCP tool server on an actor runtime: workspace tools behind one sandbox.",
+			},
+			Instructions: cfg.Server.Instructions,
+			Registry:     a.registry,
+			PageSize:     cfg.Limits.PageSize,
+			MaxInFlight:  cfg.Limits.MaxInFlight,
+			CallTimeout:  cfg.Limits.CallTimeout,
+			Gate:         gate.Policy{Timeout: cfg.Approvals.Timeout, Trust: cfg.Approvals.Trust},
+			Approvals:    a.approvals,
+			SpoolDir:     spoolDir,
+			Spool: spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
+				MaxStoreBytes: cfg.Output.MaxSessionSpoolBytes, MaxOutputs: cfg.Output.MaxOutputsPerSession},
+			Overrides: actors.OverridePolicy{Allow: cfg.Sessions.AllowOverrides,
+				Env: cfg.Sessions.AllowedEnv, Workspace: a.ws},
+		},
+		Audit:              auditLog,
+		Secrets:            a.opts.Secrets,
+		MaxLineBytes:       cfg.Limits.MaxLineBytes,
+		Grace:              cfg.Limits.ShutdownGrace,
+		MaxTotalSpoolBytes: cfg.Output.MaxTotalSpoolBytes,
+		HTTP: actors.HTTPOptions{
+			IdleTimeout:  cfg.HTTP.SessionIdleTimeout,
+			StreamEvents: cfg.HTTP.StreamBufferEvents,
+			StreamBytes:  cfg.HTTP.StreamBufferBytes,
+		},
+		Logger:        a.log,
+		RuntimeLogger: runtimeLog,
+	}
+}
