@@ -6,6 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/protocol"
 )
 
 func pid(id string) *actor.PID { return &actor.PID{Address: "nonhost", Id: id} }
@@ -98,5 +100,42 @@ func TestTrustList(t *testing.T) {
 	tl.grant("x", [32]byte{1})
 	if p := tl.fingerprint("x"); p == nil || *p != [32]byte{1} || tl.fingerprint("y") != nil {
 		t.Fatal("grant")
+	}
+}
+
+// The relay sends growing progress only, log messages at or above the
+// level in force (a 2026-07-28 call's own, none without one), within the
+// rate unless the tool paces itself.
+func TestRelay(t *testing.T) {
+	r := relay{level: protocol.LevelWarning, rate: 1}
+	call := &inflight{token: json.RawMessage(`1`)}
+	if !r.allowProgress(1, call) || r.allowProgress(1, call) || !r.allowProgress(2, call) {
+		t.Fatal("progress must grow")
+	}
+	if r.allowProgress(3, &inflight{}) {
+		t.Fatal("progress without a token")
+	}
+	info := &toolNotice{isLog: true, level: protocol.LevelInfo}
+	errLine := &toolNotice{isLog: true, level: protocol.LevelError}
+	if r.allowLog(info, call) {
+		t.Fatal("info below warning sent")
+	}
+	sent := 0
+	for range 10 {
+		if r.allowLog(errLine, call) {
+			sent++
+		}
+	}
+	if sent != 2 { // the burst is twice the rate
+		t.Fatalf("%d of 10 unpaced log lines sent at rate 1", sent)
+	}
+	if !r.allowLog(&toolNotice{isLog: true, level: protocol.LevelError, paced: true}, call) {
+		t.Fatal("a paced line is not rate limited")
+	}
+	debug := protocol.LevelDebug
+	modern := &inflight{modern: &protocol.ModernRequest{Level: &debug}}
+	paced := &toolNotice{isLog: true, level: protocol.LevelDebug, paced: true}
+	if !r.allowLog(paced, modern) || r.allowLog(paced, &inflight{modern: &protocol.ModernRequest{}}) {
+		t.Fatal("a 2026-07-28 call's own level, or none")
 	}
 }

@@ -151,8 +151,7 @@ type session struct {
 	version     protocol.Version
 	client      protocol.Implementation
 	caps        protocol.ClientCapabilities
-	level       protocol.LoggingLevel
-	limiter     *rate.Limiter
+	relay       relay     // which notices reach the client: log level, rate limit, progress (relay.go)
 	calls       callTable // calls in flight and the invokers that run them (calltable.go)
 	draining    bool
 	timer       *time.Timer
@@ -177,7 +176,7 @@ func newSession(opts *SessionOptions, log *slog.Logger, exec *hostDeps, out outl
 		opts:     opts,
 		id:       id,
 		log:      log.With("session", id),
-		level:    opts.DefaultLogLevel,
+		relay:    relay{level: opts.DefaultLogLevel, rate: opts.LogRate},
 		registry: opts.Registry,
 		exec:     exec,
 		out:      out,
@@ -190,16 +189,6 @@ func newSession(opts *SessionOptions, log *slog.Logger, exec *hostDeps, out outl
 type panicked struct {
 	message any
 	cid     string
-}
-
-// logAllowed takes a token from the session's notification rate limiter,
-// made on first use: most sessions never send one, and an idle session
-// should cost as little as possible.
-func (s *session) logAllowed() bool {
-	if s.limiter == nil {
-		s.limiter = rate.NewLimiter(s.opts.LogRate, 2*int(s.opts.LogRate))
-	}
-	return s.limiter.Allow()
 }
 
 func newSessionID() string { return "s-" + newCorrelationID()[2:] }
@@ -463,7 +452,7 @@ func (s *session) setLevel(ctx actor.Context, req *jsonrpc2.Request) {
 			"invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
 		return
 	}
-	s.level = p.Level
+	s.relay.level = p.Level
 	s.reply(req.ID, struct{}{})
 }
 
@@ -750,7 +739,7 @@ func (s *session) notice(n *toolNotice) {
 	}
 	if n.method != "" {
 		params, _ := n.data.(map[string]any)
-		if params == nil || (!n.paced && !s.logAllowed()) {
+		if params == nil || !s.relay.allowLog(n, call) {
 			return
 		}
 		params["_meta"] = map[string]any{"requestId": n.id}
@@ -758,23 +747,15 @@ func (s *session) notice(n *toolNotice) {
 		return
 	}
 	if n.isLog {
-		level := s.level
-		if call.modern != nil { // its own level; none: no log messages
-			if call.modern.Level == nil {
-				return
-			}
-			level = *call.modern.Level
-		}
-		if !level.Allows(n.level) || (!n.paced && !s.logAllowed()) {
+		if !s.relay.allowLog(n, call) {
 			return
 		}
 		sent = s.notifyWritten(protocol.NotificationMessage, protocol.LoggingMessageParams{Level: n.level, Logger: n.tool, Data: n.data}, &n.id, n.written)
 		return
 	}
-	if call.token == nil || (call.reported && n.done <= call.progress) {
+	if !s.relay.allowProgress(n.done, call) {
 		return
 	}
-	call.progress, call.reported = n.done, true
 	p := protocol.ProgressParams{ProgressToken: call.token, Progress: n.done}
 	if n.total > 0 {
 		p.Total = &n.total
