@@ -491,18 +491,3 @@ func (inv *invocation) logger() *slog.Logger {
 	}
 	return inv.callLog
 }
-
-// rawMeta is the _meta object of a tools/call request as the client sent
-// it, nil when there is none: proxied tools pass it downstream.
-func rawMeta(req *jsonrpc2.Request) json.RawMessage {
-	if req.Params == nil {
-		return nil
-	}
-	var p struct {
-		Meta json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(*req.Params, &p) != nil || len(p.Meta) == 0 || p.Meta[0] != '{' {
-		return nil
-	}
-	return p.Meta
-}

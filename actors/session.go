@@ -457,9 +457,28 @@ func (s *session) setLevel(ctx actor.Context, req *jsonrpc2.Request) {
 }
 
 func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
-	var p protocol.CallToolParams
+	// One decode of the params: _meta stays raw (proxied tools pass it
+	// downstream as it came) and only its two known members are read.
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
+	}
 	if !s.decode(req, &p) {
 		return
+	}
+	var meta protocol.RequestMeta
+	switch {
+	case len(p.Meta) == 0 || string(p.Meta) == "null":
+		p.Meta = nil
+	case p.Meta[0] != '{':
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: _meta must be an object")
+		return
+	default:
+		if err := json.Unmarshal(p.Meta, &meta); err != nil {
+			s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: _meta: "+describeJSONError(err))
+			return
+		}
 	}
 	if p.Name == "" {
 		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: name is required")
@@ -482,8 +501,8 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		return
 	}
 	call := &inflight{tool: p.Name}
-	if p.Meta != nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
-		call.token = p.Meta.ProgressToken
+	if len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null" {
+		call.token = meta.ProgressToken
 	}
 	s.outputStore(true)
 	inv := &invocation{
@@ -511,9 +530,9 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		}
 	}
 	inv.progress = call.token != nil
-	inv.meta = rawMeta(req)
-	if p.Meta != nil && p.Meta.TimeoutMs != nil && *p.Meta.TimeoutMs > 0 {
-		inv.requested = time.Duration(*p.Meta.TimeoutMs) * time.Millisecond
+	inv.meta = p.Meta
+	if meta.TimeoutMs != nil && *meta.TimeoutMs > 0 {
+		inv.requested = time.Duration(*meta.TimeoutMs) * time.Millisecond
 	}
 	call.pid, call.inv = s.invoker(ctx), inv
 	ctx.Send(call.pid, &startCall{inv: inv})

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -332,7 +333,7 @@ func (s *Stream) WriteObject(obj any) error { return s.put(obj, true) }
 func (s *Stream) Queue(obj any) error { return s.put(obj, false) }
 
 func (s *Stream) put(obj any, flush bool) error {
-	b, err := json.Marshal(obj)
+	b, err := encode(obj)
 	if err != nil {
 		return err
 	}
@@ -485,4 +486,31 @@ func errorLine(id json.RawMessage, code int64, message string) []byte {
 	out = append(out, `,"message":`...)
 	out = append(out, msg...)
 	return append(out, "}}"...)
+}
+
+// encode renders one message as a line. A response with a result, the
+// common case, is written directly: its result is already JSON (the
+// session encoded it), and encoding/json would check and copy it again
+// through jsonrpc2's MarshalJSON. The member order is jsonrpc2's.
+func encode(obj any) ([]byte, error) {
+	resp, ok := obj.(*jsonrpc2.Response)
+	if !ok || resp.Error != nil || resp.Result == nil || !json.Valid(*resp.Result) ||
+		bytes.IndexByte(*resp.Result, '\n') >= 0 {
+		return json.Marshal(obj)
+	}
+	result := *resp.Result
+	b := make([]byte, 0, len(result)+48)
+	b = append(b, `{"id":`...)
+	if resp.ID.IsString {
+		id, err := json.Marshal(resp.ID.Str)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, id...)
+	} else {
+		b = strconv.AppendUint(b, resp.ID.Num, 10)
+	}
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, `,"jsonrpc":"2.0"}`...), nil
 }
