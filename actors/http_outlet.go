@@ -11,6 +11,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/protocol"
+	"troupe/protocol/framing"
 )
 
 // httpOutlet is the transport of one HTTP session. Where stdio writes
@@ -198,7 +199,7 @@ func (o *httpOutlet) newStream(kind string) *Stream {
 
 // send puts one outgoing message on the stream it belongs on.
 func (o *httpOutlet) send(out *Outbound) {
-	data, err := json.Marshal(out.Message)
+	data, err := framing.Encode(out.Message)
 	if err != nil {
 		o.log.Error("encoding outgoing message", "err", err)
 		if out.Written != nil {

@@ -488,6 +488,11 @@ func errorLine(id json.RawMessage, code int64, message string) []byte {
 	return append(out, "}}"...)
 }
 
+// Encode renders one message (a *jsonrpc2.Response, a *jsonrpc2.Request,
+// or any JSON-RPC message value) as one line of JSON, without the newline.
+// The HTTP transport uses it for its events as the stream does for lines.
+func Encode(obj any) ([]byte, error) { return encode(obj) }
+
 // encode renders one message as a line. A response with a result, the
 // common case, is written directly: its result is already JSON (the
 // session encoded it), and encoding/json would check and copy it again
