@@ -186,12 +186,13 @@ func (inv *invocation) start(ctx actor.Context) {
 		return
 	}
 	inv.entry = entry
-	args, err := entry.Validate(inv.args)
+	checked, err := entry.Check(inv.args) // one parse: the text for the tool, the value for the hash
 	if err != nil {
 		te, _ := tools.AsError(err)
 		inv.fail(ctx, te, string(te.Kind))
 		return
 	}
+	args := checked.Raw
 	root := ctx.ActorSystem().Root
 	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress, ClientMeta: inv.meta,
 		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
@@ -204,7 +205,7 @@ func (inv *invocation) start(ctx actor.Context) {
 		}
 	}
 	spec := entry.Spec()
-	inv.hash = gate.Hash(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Session: inv.call.overrides})
+	inv.hash = gate.Hash(gate.Call{Spec: spec, Arguments: args, Decoded: checked.Value, Preview: inv.preview, Session: inv.call.overrides})
 	switch {
 	case inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.retry():
 		inv.retryStateless(ctx, spec, args)

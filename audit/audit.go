@@ -26,7 +26,8 @@
 // The writer produces the line as encoding/json's encoding of Record with
 // Hash "" (fields in struct order, no spaces, HTML characters escaped),
 // which therefore ends in `,"hash":""}`, and then puts the hash between
-// those quotes:
+// those quotes (it writes those bytes by hand, without reflection; its
+// tests hold them to encoding/json's and to a log written before):
 //
 //	{"time":"…","event":"call",…,"prev":"<hash of the line before>","hash":"<64 hex digits>"}
 //
@@ -291,18 +292,16 @@ func (l *Log) append(rs []Record) ([]byte, error) {
 		out = append(out, '\n') // leave the fragment its own line
 	}
 	now := time.Now()
+	prevHash := []byte(prev)
 	for _, r := range rs {
 		if r.Time.IsZero() {
 			r.Time = now
 		}
 		r.Time, r.Started, r.Stopped = r.Time.UTC(), r.Started.UTC(), r.Stopped.UTC()
-		r.Prev, r.Hash = prev, ""
-		line, err := encode(r)
-		if err != nil {
+		if out, err = appendLine(out, &r, prevHash); err != nil {
 			return nil, fmt.Errorf("audit %s: %w", l.path, err)
 		}
-		prev = string(line[len(line)-hashLen-3 : len(line)-3])
-		out = append(out, line...)
+		prevHash = out[len(out)-hashLen-3 : len(out)-3 : len(out)-3] // appends never write over it
 	}
 	// One write: with O_APPEND the lines land whole at the end, after
 	// anything another process appended before we took the lock.
@@ -353,27 +352,6 @@ func (l *Log) Close() error {
 		return fmt.Errorf("audit %s: %w", l.path, err)
 	}
 	return nil
-}
-
-// encode returns r's line: its canonical form with the hash filled in,
-// and a newline. r.Hash must be "".
-func encode(r Record) ([]byte, error) {
-	canon, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.HasSuffix(canon, []byte(emptyHashEnd)) {
-		return nil, errors.New("encoded record does not end with its hash") // Record's last field is Hash
-	}
-	sum := sha256.Sum256(canon)
-	line := make([]byte, 0, len(canon)+hashLen+1)
-	line = append(line, canon[:len(canon)-2]...) // up to the hash's opening quote
-	line = hex.AppendEncode(line, sum[:])
-	line = append(line, "\"}\n"...)
-	if len(line) > maxLine {
-		return nil, fmt.Errorf("record of %d bytes is larger than %d", len(line), maxLine)
-	}
-	return line, nil
 }
 
 // splitHash checks that line (without newline) ends in a hash field and

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"troupe/internal/jsonvalue"
 	"troupe/protocol"
 	"troupe/redact"
 	"troupe/tools"
@@ -69,8 +70,12 @@ func (p Policy) Trusts(spec tools.Spec) bool {
 type Call struct {
 	Spec      tools.Spec
 	Arguments json.RawMessage
-	Preview   *tools.Preview   // nil for tools that run no program
-	Secrets   *redact.Redactor // the server's secret values; nil means none
+	// Decoded is Arguments as tools.Entry.Check decoded them to validate
+	// them (tools.Arguments.Value), so that Hash does not parse them
+	// again; nil means Hash parses Arguments.
+	Decoded map[string]any
+	Preview *tools.Preview   // nil for tools that run no program
+	Secrets *redact.Redactor // the server's secret values; nil means none
 	// Session is the cwd and env the session set for itself (nil: none);
 	// the prompt shows them and the hash binds them.
 	Session *tools.Overrides
@@ -79,25 +84,54 @@ type Call struct {
 // Hash is the hex SHA-256 an approval binds to: the tool, its arguments
 // (canonical JSON), the working directory, the environment the call sets
 // and the sandbox profile. Two calls with the same hash do the same thing.
+//
+// The hashed text is, byte for byte, what encoding/json wrote for the call
+// when the hash was first made, and must stay so: sealed approvals
+// (package approvalstate) and audit records bind these hashes. It is now
+// written by hand, from the arguments the registry decoded (Call.Decoded):
+//
+//	{"tool":…,"args":…,"cwd":…,"env":{…sorted…},"command":[…],"sandbox":…,"network":…,"session":{"Cwd":…,"Env":{…}}}
+//
+// with args in jsonvalue.AppendCanonical's form, env and command null when
+// nil, and session left out when nil (hash_golden_test.go pins it).
 func Hash(c Call) string {
-	var args any
-	_ = json.Unmarshal(c.Arguments, &args) // validated JSON; nil when absent
-	bound := struct {
-		Tool    string            `json:"tool"`
-		Args    any               `json:"args"`
-		Cwd     string            `json:"cwd"`
-		Env     map[string]string `json:"env"`
-		Command []string          `json:"command"`
-		Sandbox string            `json:"sandbox"`
-		Network bool              `json:"network"`
-		Session *tools.Overrides  `json:"session,omitempty"`
-	}{Session: c.Session, Tool: c.Spec.Name, Args: args, Sandbox: c.Spec.Safety.SandboxProfile, Network: c.Spec.Safety.AllowNetwork}
-	if c.Preview != nil {
-		bound.Cwd, bound.Env, bound.Command = c.Preview.Cwd, c.Preview.Env, c.Preview.Command
+	var stack [1024]byte // most calls' text fits: no allocation
+	b := append(stack[:0], `{"tool":`...)
+	b = jsonvalue.AppendString(b, c.Spec.Name)
+	b = append(b, `,"args":`...)
+	if c.Decoded != nil {
+		b = jsonvalue.AppendCanonical(b, c.Decoded)
+	} else {
+		var args any
+		_ = json.Unmarshal(c.Arguments, &args) // validated JSON; nil when absent
+		b = jsonvalue.AppendCanonical(b, args)
 	}
-	b, _ := json.Marshal(bound) // maps marshal with sorted keys: canonical
+	var p tools.Preview
+	if c.Preview != nil {
+		p = *c.Preview
+	}
+	b = append(b, `,"cwd":`...)
+	b = jsonvalue.AppendString(b, p.Cwd)
+	b = append(b, `,"env":`...)
+	b = jsonvalue.AppendStringMap(b, p.Env)
+	b = append(b, `,"command":`...)
+	b = jsonvalue.AppendStrings(b, p.Command)
+	b = append(b, `,"sandbox":`...)
+	b = jsonvalue.AppendString(b, c.Spec.Safety.SandboxProfile)
+	b = append(b, `,"network":`...)
+	b = strconv.AppendBool(b, c.Spec.Safety.AllowNetwork)
+	if o := c.Session; o != nil {
+		b = append(b, `,"session":{"Cwd":`...)
+		b = jsonvalue.AppendString(b, o.Cwd)
+		b = append(b, `,"Env":`...)
+		b = jsonvalue.AppendStringMap(b, o.Env)
+		b = append(b, '}')
+	}
+	b = append(b, '}')
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return string(text[:])
 }
 
 // Form is the elicitation/create request that asks a person about c, in

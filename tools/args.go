@@ -7,6 +7,18 @@ import (
 	"unicode/utf8"
 )
 
+// Arguments are a call's arguments as Entry.Check validated them, in the
+// two forms a call needs, both made from one parse.
+type Arguments struct {
+	// Raw is the arguments' JSON text ({} when the call sent none), which
+	// the tool decodes (DecodeArgs).
+	Raw json.RawMessage
+	// Value is the same arguments decoded as encoding/json decodes into
+	// an `any` with UseNumber (numbers are json.Number), as the schema
+	// checked them. It is shared: read it, never change it.
+	Value map[string]any
+}
+
 // DecodeArgs unmarshals a call's arguments into v, refusing members v does
 // not have. The registry has validated them already; this also protects
 // tools called directly, as tests and examples do.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"troupe/internal/jsonvalue"
 	"troupe/protocol"
 )
 
@@ -175,32 +176,48 @@ func (e *Entry) Spec() Spec { return e.spec }
 // fingerprint stays the same.
 func (e *Entry) Fingerprint() [sha256.Size]byte { return e.print }
 
-// Validate checks args (a JSON value; empty means {}) against the input
-// schema and returns the normalised arguments, or an invalid_argument *Error
-// that lists every violation with its location, so the model can fix them
-// all at once.
-func (e *Entry) Validate(args json.RawMessage) (json.RawMessage, error) {
-	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+// Check checks args (a JSON value; empty or null means {}) against the
+// input schema and returns them in both forms a call needs: the JSON text
+// the tool decodes and the value the schema saw, which the gate's hash
+// encodes (gate.Call.Decoded) rather than parsing the text again. A
+// failure is an invalid_argument *Error that lists every violation with
+// its location, so the model can fix them all at once.
+func (e *Entry) Check(args json.RawMessage) (Arguments, error) {
+	if isEmptyArgs(args) {
 		args = json.RawMessage("{}")
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	inst, err := jsonvalue.Decode(args)
 	if err != nil {
-		return nil, Errorf(KindInvalidArgument, "arguments are not valid JSON")
+		return Arguments{}, Errorf(KindInvalidArgument, "arguments are not valid JSON")
 	}
-	if _, ok := inst.(map[string]any); !ok {
-		return nil, Errorf(KindInvalidArgument, "arguments must be a JSON object")
+	obj, ok := inst.(map[string]any)
+	if !ok {
+		return Arguments{}, Errorf(KindInvalidArgument, "arguments must be a JSON object")
 	}
-	if e.input == nil { // the tool's own server checks its arguments
-		return args, nil
-	}
-	if err := e.input.Validate(inst); err != nil {
-		ve, ok := err.(*jsonschema.ValidationError)
-		if !ok {
-			return nil, Errorf(KindInvalidArgument, "arguments rejected: %v", err)
+	if e.input != nil { // else the tool's own server checks its arguments
+		if err := e.input.Validate(obj); err != nil {
+			ve, ok := err.(*jsonschema.ValidationError)
+			if !ok {
+				return Arguments{}, Errorf(KindInvalidArgument, "arguments rejected: %v", err)
+			}
+			return Arguments{}, &Error{Kind: KindInvalidArgument, Message: describeViolations(e.spec.Name, ve)}
 		}
-		return nil, &Error{Kind: KindInvalidArgument, Message: describeViolations(e.spec.Name, ve)}
 	}
-	return args, nil
+	return Arguments{Raw: args, Value: obj}, nil
+}
+
+// Validate is Check for callers that need only the arguments' text
+// (examples, tests). The runtime uses Check and gives its Value to the
+// gate's hash (gate.Call.Decoded), so the arguments are parsed once.
+func (e *Entry) Validate(args json.RawMessage) (json.RawMessage, error) {
+	a, err := e.Check(args)
+	return a.Raw, err
+}
+
+// isEmptyArgs reports whether args are absent: empty, white space or null.
+func isEmptyArgs(args json.RawMessage) bool {
+	t := bytes.TrimSpace(args)
+	return len(t) == 0 || string(t) == "null"
 }
 
 func describeViolations(tool string, ve *jsonschema.ValidationError) string {

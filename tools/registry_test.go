@@ -3,8 +3,11 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"troupe/protocol"
 )
@@ -43,7 +46,7 @@ func TestValidateListsEveryViolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, _ := r.Lookup("t")
-	_, err = e.Validate(json.RawMessage(`{"n":0,"x":1}`))
+	_, err = e.Check(json.RawMessage(`{"n":0,"x":1}`))
 	te, ok := AsError(err)
 	if !ok || te.Kind != KindInvalidArgument {
 		t.Fatalf("want invalid_argument, got %v", err)
@@ -53,13 +56,51 @@ func TestValidateListsEveryViolation(t *testing.T) {
 			t.Errorf("violations %q do not mention %q", te.Message, want)
 		}
 	}
-	for _, bad := range []string{`[]`, `"x"`, `{`} {
-		if _, err := e.Validate(json.RawMessage(bad)); err == nil {
+	for _, bad := range []string{`[]`, `"x"`, `{`, `{} {}`, `{"s":"a"} x`} {
+		if _, err := e.Check(json.RawMessage(bad)); err == nil {
 			t.Errorf("arguments %s accepted", bad)
 		}
 	}
-	if args, err := e.Validate(nil); err == nil || args != nil {
+	if args, err := e.Check(nil); err == nil || args.Raw != nil || args.Value != nil {
 		t.Errorf("missing required s: %v", err)
+	}
+}
+
+// TestCheckReturnsWhatItValidated: the decoded value is the one
+// jsonschema's own decoder gives (numbers as json.Number), so that the
+// schema sees what it always saw, and the text is the call's.
+func TestCheckReturnsWhatItValidated(t *testing.T) {
+	r, err := NewRegistry(obj("t", `{"type":"object","properties":{"n":{"type":"integer"}}}`),
+		stub{Spec{Name: "own", InputSchema: json.RawMessage(`{"type":"object","required":["x"]}`), ServerValidates: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := r.Lookup("t")
+	for _, raw := range []string{`{"n":5.0,"s":"\u00e9\ud800","a":[1,{"b":null}],"t":true}`, ` {} `} {
+		a, err := e.Check(json.RawMessage(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		want, _ := jsonschema.UnmarshalJSON(strings.NewReader(raw))
+		if string(a.Raw) != raw || !reflect.DeepEqual(any(a.Value), want) {
+			t.Errorf("Check(%s) = %s, %#v; want the text and %#v", raw, a.Raw, a.Value, want)
+		}
+	}
+	for _, empty := range []string{``, ` `, `null`, ` null `} {
+		a, err := e.Check(json.RawMessage(empty))
+		if err != nil || string(a.Raw) != "{}" || a.Value == nil || len(a.Value) != 0 {
+			t.Errorf("Check(%q) = %s, %#v, %v; want {}", empty, a.Raw, a.Value, err)
+		}
+	}
+	own, _ := r.Lookup("own") // its server checks the arguments; they must still be an object
+	if a, err := own.Check(json.RawMessage(`{"y":1}`)); err != nil || a.Value["y"] != json.Number("1") {
+		t.Errorf("a server-validated tool's arguments: %#v, %v", a, err)
+	}
+	if _, err := own.Check(json.RawMessage(`[1]`)); err == nil {
+		t.Error("a server-validated tool accepts an array")
+	}
+	if raw, err := e.Validate(json.RawMessage(`{"n":1}`)); err != nil || string(raw) != `{"n":1}` {
+		t.Errorf("Validate = %s, %v", raw, err)
 	}
 }
 
