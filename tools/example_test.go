@@ -36,14 +36,18 @@ func ExampleRegistry() {
 	}
 	entry, _ := reg.Lookup("greet")
 
-	if _, err := entry.Validate(json.RawMessage(`{"name": 7}`)); err != nil {
+	if _, err := entry.Check(json.RawMessage(`{"name": 7}`)); err != nil {
 		fmt.Println(err)
 	}
-	args, _ := entry.Validate(json.RawMessage(`{"name": "Ada"}`))
-	res, _ := entry.Tool.Call(context.Background(), &tools.Request{Arguments: args})
+	// Check parses the arguments once: the text goes to the tool, the
+	// decoded value to the gate's hash (gate.Call.Decoded).
+	args, _ := entry.Check(json.RawMessage(`{"name": "Ada"}`))
+	fmt.Println(args.Value["name"])
+	res, _ := entry.Tool.Call(context.Background(), &tools.Request{Arguments: args.Raw})
 	fmt.Println(res.Content[0].Text)
 	// Output:
 	// invalid_argument: invalid arguments for greet:
 	//   - at /name: got number, want string
+	// Ada
 	// {"greeting":"hello, Ada"}
 }
