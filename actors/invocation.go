@@ -279,12 +279,15 @@ func (inv *invocation) run(ctx actor.Context) {
 	if inv.preview != nil && inv.preview.Timeout > 0 && inv.preview.Timeout < inv.limit {
 		inv.limit = inv.preview.Timeout
 	}
-	out, err := inv.newOutput()
-	if err != nil {
-		inv.logAt(slog.LevelError, "creating the output spool", "err", err)
-		out = spool.NewOutput(spool.Limits{})
+	if inv.preview != nil {
+		// Only tools that run programs (Previewers) have output to spool.
+		out, err := inv.newOutput()
+		if err != nil {
+			inv.logAt(slog.LevelError, "creating the output spool", "err", err)
+			out = spool.NewOutput(spool.Limits{})
+		}
+		inv.req.Output = out
 	}
-	inv.req.Output = out
 	req, tool := inv.req, inv.entry.Tool
 	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, inv.gen
 	runCtx, cancel := context.WithCancel(context.Background())

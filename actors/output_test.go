@@ -14,9 +14,10 @@ import (
 )
 
 // chattyTool writes n bytes to its stdout, then blocks until cancelled
-// (when block is set) or returns.
+// (when block is set) or returns. It stands for a program-running tool: a
+// Previewer, which is what gets an output spool.
 func chattyTool(name string, n int, block bool, timeout time.Duration) tools.Tool {
-	return safetyTool{funcTool: funcTool{name: name, call: func(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+	return programTool{safetyTool{funcTool: funcTool{name: name, call: func(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 		for i := 0; i < n; i += 10 {
 			fmt.Fprintf(req.Output.Stdout, "%09d\n", i)
 		}
@@ -25,8 +26,14 @@ func chattyTool(name string, n int, block bool, timeout time.Duration) tools.Too
 			return nil, ctx.Err()
 		}
 		return textResult(req.Output.Stdout.Text()), nil
-	}}, safety: tools.Safety{Timeout: timeout}}
+	}}, safety: tools.Safety{Timeout: timeout}}}
 }
+
+// programTool is a tool that runs programs, as far as troupe can tell: it
+// previews its calls.
+type programTool struct{ safetyTool }
+
+func (programTool) Preview(*tools.Request) (*tools.Preview, error) { return &tools.Preview{Cwd: "."}, nil }
 
 type safetyTool struct {
 	funcTool

@@ -16,15 +16,21 @@ import (
 	"troupe/tools"
 )
 
-// loudTool writes n bytes to its stdout, more than a result shows.
+// loudTool writes n bytes to its stdout, more than a result shows. It
+// previews its calls, as tools that run programs do: those get a spool.
 func loudTool(n int) tools.Tool {
-	return funcTool{name: "loud", call: func(_ context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+	return previewing{funcTool{name: "loud", call: func(_ context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 		for i := 0; i < n; i += 10 {
 			fmt.Fprintf(req.Output.Stdout, "%09d\n", i)
 		}
 		return textResult(req.Output.Stdout.Text()), nil
-	}}
+	}}}
 }
+
+// previewing makes a test tool a Previewer (a program-running tool).
+type previewing struct{ funcTool }
+
+func (previewing) Preview(*tools.Request) (*tools.Preview, error) { return &tools.Preview{Cwd: "."}, nil }
 
 // outputRig serves loudTool with a small inline view, a spool directory
 // and a server budget the test can look at.

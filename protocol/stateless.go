@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -38,8 +39,8 @@ func IsModern(method string, params *json.RawMessage) bool {
 	if method == MethodServerDiscover {
 		return true
 	}
-	if params == nil {
-		return false
+	if params == nil || !bytes.Contains(*params, []byte(MetaProtocolVersion)) {
+		return false // the common case, decided without decoding
 	}
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`

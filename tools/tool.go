@@ -81,8 +81,9 @@ type Request struct {
 	// before their configured ones.
 	Overrides *Overrides
 	// Output receives the stdout and stderr of the programs the call
-	// runs. troupe always sets it (spooled to disk, offered to the client
-	// as resources); a tool that runs no program ignores it.
+	// runs, spooled to disk and offered to the client as resources. troupe
+	// sets it for tools that run programs (Previewers); it is nil for the
+	// others.
 	Output *spool.Output
 	// Secrets are the server's secret values (resolved ${NAME}s); tools
 	// mask them, and their own secret-named env values, in output. nil
