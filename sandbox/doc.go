@@ -26,7 +26,8 @@
 //     dirs, the default spool) nor Options.Hidden (a spool dir elsewhere,
 //     the audit log, the config file): the mount view covers them.
 //   - Network, unless AllowNetwork: a new network namespace (only a down
-//     loopback), the seccomp filter refusing every socket family but
+//     loopback; a root server makes it ahead of the run, one per run:
+//     nspool_linux.go), the seccomp filter refusing every socket family but
 //     AF_UNIX, and on Landlock ABI 4+ TCP bind/connect handled with no port
 //     allowed. Each alone has gaps (Landlock before ABI 10 does not know
 //     UDP; a namespace may be unavailable), together they hold.
@@ -56,18 +57,29 @@
 // the server's executable when it answers the probe with this build's
 // HelperProtocol, else the server binary itself (/proc/self/exe). Both run
 // HelperMain; the standalone one links only this package, and a Go
-// program's start-up grows with what it links: about 6 ms for the helper
-// built without cgo (9 ms with it: the dynamic loader) against about 30 ms
-// for troupe on the reference machine, paid by every sandboxed run. The
-// helper
-// reads a JSON config from an inherited pipe, applies rlimits, drops
-// capabilities, sets no_new_privs, applies Landlock and seccomp, sets
-// RLIMIT_NPROC, joins the run cgroup through an fd of cgroup.procs the
-// server opened (the kernel checks the opener's credentials, so this
-// works after the capability drop) and execs the target. The cgroup join
-// and RLIMIT_NPROC come last because the Go runtime in the helper must
-// still be able to start threads; after exec only the target's one thread
-// counts.
+// program's start-up grows with what it links: the helper built without
+// cgo starts and exits about 0.7 ms later than /bin/true (0.4 ms more
+// with cgo: the dynamic loader), troupe's own binary about 6.5 ms later
+// on the reference machine, paid by every sandboxed run.
+//
+// The helper starts first. While its Go runtime starts, the server makes
+// the run's temp dir and cgroups and sends the config over an inherited
+// socket, with fds of the cgroups' cgroup.procs attached (wire_linux.go;
+// a plain encoding, not JSON, which a fresh process decodes slowly). The
+// helper joins the network and IPC namespaces the server made ahead of
+// time (root: nspool_linux.go), makes the mount view, applies rlimits,
+// drops capabilities, sets no_new_privs, applies Landlock
+// (landlock_linux.go) and seccomp, sets RLIMIT_NPROC, joins the run
+// cgroups through those fds (the kernel checks the opener's credentials,
+// so this works after the capability drop) and execs the target. The
+// cgroup join and RLIMIT_NPROC come last because the Go runtime in the
+// helper must still be able to start threads; after exec only the
+// target's one thread counts.
+//
+// Capabilities, no_new_privs and the Landlock domain are set on the
+// helper's locked main thread only, the one that execs: exec keeps that
+// thread's credentials and ends every other thread, on which only the Go
+// runtime ran. The seccomp filter is installed on all threads (TSYNC).
 //
 // The helper runs with an environment of its own: the target's travels in
 // the config, so LD_PRELOAD or GODEBUG meant for the target never act on
@@ -116,8 +128,9 @@
 //     writable by uid 0 through its mode bits.
 //   - The parent-death signal (SIGKILL) of the helper is tied to the server
 //     thread that forked it; Go only ends threads whose goroutine exits
-//     while locked to them, which troupe does not do, and Kill/Release are
-//     the real mechanism anyway.
+//     while locked to them, which troupe does not do (the namespace pool
+//     gives its thread back, unless returning it to the server's
+//     namespaces fails), and Kill/Release are the real mechanism anyway.
 //   - A non-root server that called ProtectProcess is dumpable again for the
 //     milliseconds of starting a run in a user namespace (the kernel would
 //     not let it write the namespace's id maps otherwise); Landlock keeps

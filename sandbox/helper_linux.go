@@ -4,63 +4,69 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
-// helperConfig is what the server tells the helper, as JSON over the
-// config pipe. The target's environment travels here, not in the helper's
-// own environment: the helper runs with an empty one, so LD_PRELOAD,
-// GODEBUG and the like chosen for the target cannot act on the helper
-// before the sandbox is in place.
+// helperConfig is what the server tells the helper over the config pipe,
+// in the form of wire_linux.go. The target's environment travels here,
+// not in the helper's own environment: the helper runs with an empty one,
+// so LD_PRELOAD, GODEBUG and the like chosen for the target cannot act on
+// the helper before the sandbox is in place.
 type helperConfig struct {
-	Path      string   `json:"path"`
-	Args      []string `json:"args"`
-	Env       []string `json:"env"`
-	Workspace string   `json:"workspace"`
-	TempDir   string   `json:"tempDir"`
-	Network   bool     `json:"network"`
-	Limits    Limits   `json:"limits"`
+	Path      string
+	Args      []string
+	Env       []string
+	Workspace string
+	TempDir   string
+	Network   bool
+	Limits    Limits
 	// LandlockABI is the ABI the server probed; the helper refuses to run
 	// the target if it finds less (fail closed). 0: no Landlock.
-	LandlockABI int `json:"landlockABI"`
+	LandlockABI int
 	// NProc, when > 0, is RLIMIT_NPROC, set just before exec: the
 	// fork-bomb guard of a non-root server without a pids cgroup (the
 	// helper then runs in a fresh user namespace, where the count is per
 	// run).
-	NProc int `json:"nproc"`
+	NProc int
 	// FirstPrivateFD is the first fd the target must not inherit: 0-2 and
 	// the caller's ExtraFiles are below it. Anything the server inherited
 	// from its own parent without close-on-exec would otherwise reach the
 	// target.
-	FirstPrivateFD int `json:"firstPrivateFD"`
-	// CgroupFDs are inherited fds of the run cgroups' cgroup.procs (pids,
-	// memory); the helper joins them just before exec.
-	CgroupFDs []int `json:"cgroupFDs,omitempty"`
+	FirstPrivateFD int
+	// Cgroups is how many cgroups (memory, pids) the run joins: the
+	// server sends as many fds of their cgroup.procs with the config
+	// (receiveConfig), and the helper joins them just before exec.
+	Cgroups int
+	// CgroupFDs are those fds, as the helper received them; not sent.
+	CgroupFDs []int
+	// NetNS and IPCNS, when not 0, are inherited fds of a network and an
+	// IPC namespace made for this run ahead of time (nspool_linux.go);
+	// the helper joins them first.
+	NetNS int
+	IPCNS int
 	// Mounts, when set, is the mount view the helper makes first, in the
 	// mount namespace it was started in (mounts_linux.go).
-	Mounts *mountView `json:"mounts,omitempty"`
+	Mounts *mountView
 	// DenyMetadata makes the seccomp filter refuse chmod, chown, utimes
 	// and xattr changes: the fallback when no mount view can be made.
-	DenyMetadata bool `json:"denyMetadata,omitempty"`
+	DenyMetadata bool
 	// Init says the helper is the first process of a new PID namespace:
 	// it stays as the namespace's init and runs the target as its child,
 	// so that everything the run started dies with it (initmode_linux.go).
-	Init bool `json:"init,omitempty"`
+	Init bool
 	// ReadOnly is Policy.ReadOnlyWorkspace: Landlock allows reading the
 	// workspace and Runtime, and writing nothing.
-	ReadOnly bool `json:"readOnly,omitempty"`
+	ReadOnly bool
 	// Runtime lists the files the target needs to start under ReadOnly:
 	// the executable, its interpreter and its shared libraries.
-	Runtime []string `json:"runtime,omitempty"`
+	Runtime []string
 }
 
 // helperStatus is the failure report the helper writes to the status pipe
@@ -162,18 +168,27 @@ func (h helper) fail(stage string, err error, code int) int {
 }
 
 func (h helper) run(cfgFD int) int {
-	f := os.NewFile(uintptr(cfgFD), "sandbox-config")
-	data, err := io.ReadAll(f)
-	f.Close()
+	data, fds, err := receiveConfig(cfgFD)
+	unix.Close(cfgFD)
 	if err != nil {
-		return h.fail("config", fmt.Errorf("read config: %w", err), exitSetup)
+		return h.fail("config", err, exitSetup)
 	}
 	var cfg helperConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
+	if err := cfg.unmarshal(data); err != nil {
 		return h.fail("config", fmt.Errorf("decode config: %w", err), exitSetup)
 	}
+	if len(fds) != cfg.Cgroups {
+		return h.fail("config", fmt.Errorf("config came with %d fds, want %d", len(fds), cfg.Cgroups), exitSetup)
+	}
+	cfg.CgroupFDs = fds
 	if err := closeOnExecFrom(cfg.FirstPrivateFD); err != nil {
 		return h.fail("config", err, exitSetup)
+	}
+	if cfg.NetNS > 0 {
+		// While the helper has CAP_SYS_ADMIN.
+		if err := joinNamespaces(cfg.NetNS, cfg.IPCNS); err != nil {
+			return h.fail("namespaces", err, exitSetup)
+		}
 	}
 	if cfg.Mounts != nil {
 		// First, while the helper still has its capabilities in the
@@ -238,6 +253,39 @@ func (h helper) run(cfgFD int) int {
 		code = exitNotFound
 	}
 	return h.fail("exec", err, code)
+}
+
+// readFD reads fd to its end with plain read(2). The helper reads only
+// small things (its config, a /proc number) once; os.File would start
+// the runtime's poller (epoll, an eventfd) for a file that may use it,
+// which is more syscalls than the read itself.
+func readFD(fd int) ([]byte, error) {
+	buf := make([]byte, 0, 4096)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// readFile is os.ReadFile with readFD.
+func readFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	return readFD(fd)
 }
 
 // closeOnExecFrom marks every fd >= first close-on-exec (close_range,
@@ -332,12 +380,11 @@ func dropCapabilities() error {
 		if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
 			return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
 		}
+		// Dropping a capability that is not in the set is a no-op, so
+		// there is no need to read the set first (one syscall each).
 		for c, last := 0, lastCap(); c <= last; c++ {
-			in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
-			if err != nil || in == 0 {
-				continue // unknown to this kernel, or already gone
-			}
-			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+			if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: unknown to this kernel
 				return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
 			}
 		}
@@ -363,57 +410,11 @@ func dropCapabilities() error {
 
 // lastCap is the highest capability number this kernel knows.
 func lastCap() int {
-	data, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	data, err := readFile("/proc/sys/kernel/cap_last_cap")
 	if err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n > 0 && n < 64 {
 			return n
 		}
 	}
 	return unix.CAP_LAST_CAP
-}
-
-// applyLandlock restricts this process (all threads) and its future exec
-// to: read and execute everywhere, write to the workspace, the private
-// temp dir and the harmless devices. On ABI 4+ with the network off, TCP
-// bind and connect are handled with no port allowed; on ABI 6+ signals
-// and abstract UNIX sockets cannot reach outside the sandbox (the server
-// included). The library downgrades to the running ABI (best effort);
-// that the kernel has Landlock at all was checked by the server, and is
-// checked again here.
-func applyLandlock(cfg helperConfig) error {
-	abi, err := llsys.LandlockGetABIVersion()
-	if err != nil || abi < 1 {
-		return fmt.Errorf("landlock not available in the helper (server probed ABI %d): %v", cfg.LandlockABI, err)
-	}
-	if abi < cfg.LandlockABI {
-		return fmt.Errorf("landlock ABI %d in the helper, server probed %d", abi, cfg.LandlockABI)
-	}
-	c := landlock.V11
-	if cfg.Network {
-		c.HandledAccessNet = 0
-	}
-	rw := landlock.RWDirs(cfg.Workspace, cfg.TempDir)
-	if abi >= 2 {
-		// Moving files between directories of the workspace (mv a/x b/,
-		// git) needs "refer"; asking for it on ABI 1 would make the
-		// best-effort mode drop Landlock altogether, hence the check.
-		rw = rw.WithRefer()
-	}
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
-		rw,
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full"),
-		// No ioctls: a run has no controlling terminal, and a terminal
-		// fd is no business of a confined program.
-		landlock.RWFiles("/dev/tty").IgnoreIfMissing(),
-	}
-	if cfg.ReadOnly {
-		// Reading the workspace and the program's files, nothing else;
-		// no network whatever cfg.Network says (readonly_linux.go).
-		c, rules = landlock.V11, readOnlyRules(cfg)
-	}
-	if err := c.BestEffort().Restrict(rules...); err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
@@ -83,13 +82,13 @@ func (s *Sandbox) checkReadOnly(p Policy) error {
 // runtime files; read and write /dev/null (no ioctls). Everything else the
 // ruleset handles (every other write and read, TCP, pathname UNIX sockets)
 // is denied.
-func readOnlyRules(cfg helperConfig) []landlock.Rule {
-	rules := []landlock.Rule{
-		landlock.PathAccess(llsys.AccessFSReadFile|llsys.AccessFSReadDir, cfg.Workspace),
-		landlock.PathAccess(llsys.AccessFSReadFile|llsys.AccessFSWriteFile, "/dev/null"),
+func readOnlyRules(cfg helperConfig) []landlockRule {
+	rules := []landlockRule{
+		{access: llsys.AccessFSReadFile | llsys.AccessFSReadDir, paths: []string{cfg.Workspace}},
+		{access: llsys.AccessFSReadFile | llsys.AccessFSWriteFile, paths: []string{"/dev/null"}},
 	}
 	if len(cfg.Runtime) > 0 {
-		rules = append(rules, landlock.PathAccess(llsys.AccessFSReadFile|llsys.AccessFSExecute, cfg.Runtime...))
+		rules = append(rules, landlockRule{access: llsys.AccessFSReadFile | llsys.AccessFSExecute, paths: cfg.Runtime})
 	}
 	return rules
 }

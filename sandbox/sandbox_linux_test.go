@@ -978,8 +978,7 @@ func TestCallerFilesAndEnv(t *testing.T) {
 }
 
 func TestTargetEnv(t *testing.T) {
-	cmd := &exec.Cmd{Env: []string{"A=1", "TMP=x", "B=2", "A=3", "bogus"}}
-	got := strings.Join(targetEnv(cmd, "/t"), " ")
+	got := strings.Join(targetEnv([]string{"A=1", "TMP=x", "B=2", "A=3", "bogus"}, "", "/t"), " ")
 	if want := "A=3 TMP=/t B=2 TMPDIR=/t TEMP=/t"; got != want {
 		t.Errorf("targetEnv = %q, want %q", got, want)
 	}
@@ -993,7 +992,17 @@ func TestNoFDLeaks(t *testing.T) {
 	p := policy(ProfileDefault, ws)
 	requireEnforceable(t, s, p)
 	runIn(t, s, p, "/bin/true") // warm up lazily opened runtime fds
-	before := openFDs(t)
+	// Namespace fds are the pool's (root), whose size varies with the
+	// runs; none may be open outside it.
+	pooled := func() int {
+		if s.ns == nil {
+			return 0
+		}
+		s.ns.wait()
+		return 2 * len(s.ns.ready)
+	}
+	poolBefore := pooled()
+	before, nsBefore := openFDs(t)
 	for range 3 {
 		runIn(t, s, p, "/bin/true")
 		runIn(t, s, policy(ProfileNone, ws), "/bin/true")
@@ -1001,18 +1010,32 @@ func TestNoFDLeaks(t *testing.T) {
 			t.Fatal("want a StartError")
 		}
 	}
-	if after := openFDs(t); after != before {
+	poolAfter := pooled()
+	after, nsAfter := openFDs(t)
+	if after != before {
 		t.Errorf("open fds: %d before, %d after", before, after)
+	}
+	if nsAfter-nsBefore != poolAfter-poolBefore {
+		t.Errorf("namespace fds: %d before, %d after; the pool held %d, now %d", nsBefore, nsAfter, poolBefore, poolAfter)
 	}
 }
 
-func openFDs(t *testing.T) int {
+// openFDs counts this process's open fds: namespaces apart.
+func openFDs(t *testing.T) (files, namespaces int) {
 	t.Helper()
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(entries)
+	for _, e := range entries {
+		link, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		if strings.HasPrefix(link, "net:[") || strings.HasPrefix(link, "ipc:[") {
+			namespaces++
+		} else {
+			files++
+		}
+	}
+	return files, namespaces
 }
 
 func TestConcurrentStarts(t *testing.T) {
