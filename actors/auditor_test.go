@@ -33,14 +33,7 @@ func TestAuditBatchesABurst(t *testing.T) {
 	if !c.host.Close(5 * time.Second) {
 		t.Fatal("host did not close")
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if n, err := audit.Verify(f); err != nil || n != calls {
-		t.Fatalf("verify: %d records, %v; want %d", n, err, calls)
-	}
+	verifyAudit(t, path, calls)
 }
 
 // TestCancelledCallsAreAuditedOnce cancels calls right after sending them,
@@ -67,12 +60,19 @@ func TestCancelledCallsAreAuditedOnce(t *testing.T) {
 	if !c.host.Close(5 * time.Second) {
 		t.Fatal("host did not close")
 	}
+	verifyAudit(t, path, calls)
+}
+
+// verifyAudit checks the log at path holds want records in an unbroken
+// chain.
+func verifyAudit(t *testing.T, path string, want int) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if n, err := audit.Verify(f); err != nil || n != calls {
-		t.Fatalf("verify: %d records, %v; want %d", n, err, calls)
+	if n, err := audit.Verify(f); err != nil || n != want {
+		t.Fatalf("verify: %d records, %v; want %d", n, err, want)
 	}
 }

@@ -262,7 +262,9 @@ func (inv *invocation) decided(outcome, detail string) {
 	if outcome == approvalNotRequired {
 		level = slog.LevelDebug // no question was asked; the audit record has it
 	}
-	inv.logAt(level, "approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
+	if inv.enabled(level) { // checked first: building the arguments allocates, and most calls log nothing here
+		inv.logAt(level, "approval decision", "args_hash", inv.hash, "outcome", outcome, "detail", detail)
+	}
 }
 
 // run starts the executor under the call's effective deadline: the
@@ -294,7 +296,9 @@ func (inv *invocation) run(ctx actor.Context) {
 	inv.cancel, inv.running = cancel, true
 	inv.ran = time.Now()
 	inv.timer = time.AfterFunc(inv.limit, func() { root.Send(self, &deadlineExpired{gen: gen}) })
-	inv.logAt(slog.LevelDebug, "call started", "timeout", inv.limit)
+	if inv.enabled(slog.LevelDebug) {
+		inv.logAt(slog.LevelDebug, "call started", "timeout", inv.limit)
+	}
 	deps := inv.exec
 	deps.running.Add(1)
 	// The tool runs on a pool worker, whose stack has already grown, like
@@ -392,7 +396,9 @@ func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult
 	if result.IsError {
 		level = slog.LevelWarn
 	}
-	inv.logAt(level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
+	if inv.enabled(level) {
+		inv.logAt(level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
+	}
 	inv.audit(outcome)
 	inv.finished(ctx, &callFinished{id: inv.id, from: ctx.Self(), result: result})
 }
@@ -476,6 +482,12 @@ func (inv *invocation) audit(outcome string) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// enabled reports whether the session's logger takes level: callers on
+// every call's path check it before building a line's arguments.
+func (inv *invocation) enabled(level slog.Level) bool {
+	return inv.log.Enabled(context.Background(), level)
 }
 
 // logAt logs with the call's logger, which it makes only when the level

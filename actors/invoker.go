@@ -27,9 +27,11 @@ type invoker struct {
 // startCall hands an invoker its next call. Sent by the session.
 type startCall struct{ inv *invocation }
 
-// maxIdleInvokers bounds the invokers an idle session keeps for its next
-// calls: enough for a client's usual concurrency, little memory when idle.
-const maxIdleInvokers = 8
+// maxIdleInvokers bounds the invokers a session keeps for its next calls:
+// a client's usual concurrency (32 in flight is common), so a busy session
+// spawns none in steady state; a session that never calls keeps none, and
+// one that did keeps at most this many (about 700 bytes each).
+const maxIdleInvokers = 32
 
 // Receive implements actor.Actor.
 func (w *invoker) Receive(ctx actor.Context) {

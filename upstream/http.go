@@ -173,15 +173,8 @@ func (h *httpTransport) status(resp *http.Response, what string) error {
 		h.c.lost(fmt.Errorf("the server no longer knows the session (HTTP 404 on %s)", what))
 		return h.c.closedErr()
 	}
-	var msg struct {
-		Error *struct {
-			Code    int64           `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(snippet, &msg) == nil && msg.Error != nil {
-		return &RPCError{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}
+	if rpc := rpcErrorIn(snippet); rpc != nil {
+		return rpc
 	}
 	return fmt.Errorf("%s: HTTP %d from %s: %q", what, resp.StatusCode, h.where, bytes.TrimSpace(snippet))
 }
@@ -541,6 +534,15 @@ func headerValue(v string) string {
 func probeRefused(resp *http.Response) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if rpc := rpcErrorIn(body); rpc != nil && isModernError(rpc.Code) {
+		return rpc
+	}
+	return errNotModern
+}
+
+// rpcErrorIn is the JSON-RPC error an HTTP answer's body carries, nil when
+// it carries none.
+func rpcErrorIn(body []byte) *RPCError {
 	var msg struct {
 		Error *struct {
 			Code    int64           `json:"code"`
@@ -548,8 +550,8 @@ func probeRefused(resp *http.Response) error {
 			Data    json.RawMessage `json:"data"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &msg) == nil && msg.Error != nil && isModernError(msg.Error.Code) {
-		return &RPCError{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}
+	if json.Unmarshal(body, &msg) != nil || msg.Error == nil {
+		return nil
 	}
-	return errNotModern
+	return &RPCError{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data}
 }
