@@ -33,7 +33,9 @@ func chattyTool(name string, n int, block bool, timeout time.Duration) tools.Too
 // previews its calls.
 type programTool struct{ safetyTool }
 
-func (programTool) Preview(*tools.Request) (*tools.Preview, error) { return &tools.Preview{Cwd: "."}, nil }
+func (programTool) Preview(*tools.Request) (*tools.Preview, error) {
+	return &tools.Preview{Cwd: "."}, nil
+}
 
 type safetyTool struct {
 	funcTool

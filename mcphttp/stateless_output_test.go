@@ -30,7 +30,9 @@ func loudTool(n int) tools.Tool {
 // previewing makes a test tool a Previewer (a program-running tool).
 type previewing struct{ funcTool }
 
-func (previewing) Preview(*tools.Request) (*tools.Preview, error) { return &tools.Preview{Cwd: "."}, nil }
+func (previewing) Preview(*tools.Request) (*tools.Preview, error) {
+	return &tools.Preview{Cwd: "."}, nil
+}
 
 // outputRig serves loudTool with a small inline view, a spool directory
 // and a server budget the test can look at.
