@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"troupe/actors/httptransport"
 	"troupe/redact"
 )
 
@@ -26,6 +27,11 @@ type hostDeps struct {
 	secrets *redact.Live
 	// auditor writes the audit log; nil when there is none.
 	auditor *auditWriter
+	// grace is how long calls may run on once a session's input ends or
+	// a shutdown starts; server is the server actor, which sessions tell
+	// of their end (set as it starts, before any session).
+	grace  time.Duration
+	server *actor.PID
 }
 
 // hostOptions are the resolved options every session of a Host uses.
@@ -35,5 +41,6 @@ type hostOptions struct {
 	grace        time.Duration
 	exec         *hostDeps
 	http         HTTPOptions
-	server       *actor.PID // set by the server as it starts; sessions report their end to it
+	httpLimits   httptransport.Limits // http, as the HTTP transport reads it
+	server       *actor.PID           // set by the server as it starts; sessions report their end to it
 }

@@ -9,7 +9,8 @@
 //	┆                      tracked by the server, not parented by it.
 //	└── session            one per MCP session, stdio or HTTP: negotiated
 //	    │                  version, capabilities, log level, in-flight calls;
-//	    │                  its transport (outlet) is a value it owns
+//	    │                  its transport (package transport's seam;
+//	    │                  stdio, httptransport) is a value it owns
 //	    └── invoker        runs one tools/call at a time; reused for the
 //	        │              session's next call (startCall)
 //	        └── approval   one per pending approval
@@ -18,7 +19,7 @@
 // (from the stdio read loop, or from the HTTP front), the session hands it
 // to an idle invoker, the tool runs in a goroutine the invocation owns and
 // reports back, the invoker answers the session, which writes the answer
-// through its outlet. No actor blocks inside Receive.
+// through its transport. No actor blocks inside Receive.
 //
 // Cancellation and deadlines stop actors: a cancelled call's invoker is
 // stopped, and its Stopping cancels the tool's context, which kills the

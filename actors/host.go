@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"troupe/actors/httptransport"
 	"troupe/audit"
 	"troupe/protocol/framing"
 	"troupe/redact"
@@ -90,7 +91,9 @@ func NewHost(o Options) *Host {
 	callers := newCallerStores(o.Session.SpoolDir, o.Session.Spool, httpOpts.IdleTimeout, log)
 	o.Session.callers = callers
 	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace,
-		exec: newHostDeps(secrets, o.deliveries), http: httpOpts}
+		exec: newHostDeps(secrets, o.deliveries), http: httpOpts,
+		httpLimits: httptransport.Limits{IdleTimeout: httpOpts.IdleTimeout, StreamEvents: httpOpts.StreamEvents, StreamBytes: httpOpts.StreamBytes}}
+	opts.exec.grace = o.Grace
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")

@@ -2,15 +2,11 @@ package actors
 
 import (
 	"fmt"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/sourcegraph/jsonrpc2"
 
-	"troupe/protocol"
+	"troupe/actors/httptransport"
 )
 
 // HTTPOptions bound the state an HTTP session may hold. The zero value of
@@ -38,179 +34,16 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 	return o
 }
 
-// HTTPSession is the HTTP front's handle on one session's httpConn actor.
-// Its methods send messages; the session's state stays in the actors.
-type HTTPSession struct {
-	id      string
-	owner   any // the credential the session was created with (compared by the front)
-	pid     *actor.PID
-	root    *actor.RootContext
-	version atomic.Uint32 // mirrors the negotiated version: its index in protocol.AllVersions, plus one
-	posts   atomic.Uint64 // numbers POST streams ("p1", "p2", …)
-	limits  *HTTPOptions
-	onEnd   func()
-
-	// The end of the session, for the HTTP front's waiters. Not a
-	// context: a context keeps the map its AfterFunc registrations used
-	// after they are stopped, a few hundred bytes on every idle session.
-	endMu   sync.Mutex
-	isEnded atomic.Bool
-	done    chan struct{} // made by the first Done (an idle session has none); closed at the end
-	waiters []endWaiter   // a slice: a session has few requests waiting at once
-	waiter  uint64
-}
-
-// endWaiter is one AfterEnd registration.
-type endWaiter struct {
-	key uint64
-	f   func()
-}
-
 // StartHTTPSession starts a session with the given id (made by the HTTP
-// front, unguessable). owner is kept for the front to compare; onEnd runs
-// once when the session has ended, for whatever reason.
-func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*HTTPSession, error) {
-	s := &HTTPSession{id: id, owner: owner, root: h.system.Root, onEnd: onEnd, limits: &h.opts.http}
-	res, err := h.system.Root.RequestFuture(h.server, &serveHTTP{handle: s}, 10*time.Second).Result()
+// front, unguessable) and returns the front's handle on it. owner is kept
+// for the front to compare; onEnd runs once when the session has ended,
+// for whatever reason.
+func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*httptransport.Handle, error) {
+	hd := httptransport.NewHandle(id, owner, onEnd, &h.opts.httpLimits)
+	res, err := h.system.Root.RequestFuture(h.server, &serveHTTP{handle: hd}, 10*time.Second).Result()
 	if err != nil {
 		return nil, fmt.Errorf("start http session: %w", err)
 	}
-	s.pid = res.(*actor.PID)
-	return s, nil
-}
-
-func (s *HTTPSession) ended() {
-	s.endMu.Lock()
-	if s.isEnded.Load() {
-		s.endMu.Unlock()
-		return
-	}
-	s.isEnded.Store(true)
-	if s.done != nil {
-		close(s.done)
-	}
-	waiters := s.waiters
-	s.waiters = nil
-	s.endMu.Unlock()
-	for _, w := range waiters {
-		go w.f()
-	}
-	if s.onEnd != nil {
-		s.onEnd()
-	}
-}
-
-// AfterEnd arranges for f to run in its own goroutine when the session
-// ends (at once if it has), like context.AfterFunc, and returns the
-// function that cancels that; it reports whether it stopped f from
-// running.
-func (s *HTTPSession) AfterEnd(f func()) (stop func() bool) {
-	s.endMu.Lock()
-	defer s.endMu.Unlock()
-	if s.isEnded.Load() {
-		go f()
-		return func() bool { return false }
-	}
-	s.waiter++
-	key := s.waiter
-	s.waiters = append(s.waiters, endWaiter{key: key, f: f})
-	return func() bool {
-		s.endMu.Lock()
-		defer s.endMu.Unlock()
-		for i, w := range s.waiters {
-			if w.key == key {
-				last := len(s.waiters) - 1
-				s.waiters[i] = s.waiters[last]
-				s.waiters[last] = endWaiter{} // drop the func
-				s.waiters = s.waiters[:last]
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// Ended reports whether the session has ended.
-func (s *HTTPSession) Ended() bool { return s.isEnded.Load() }
-
-// ID is the session id (the Mcp-Session-Id header).
-func (s *HTTPSession) ID() string { return s.id }
-
-// Owner is the credential value given to StartHTTPSession.
-func (s *HTTPSession) Owner() any { return s.owner }
-
-// Version is the negotiated protocol version, "" before initialize.
-func (s *HTTPSession) Version() protocol.Version {
-	return protocol.VersionAt(s.version.Load())
-}
-
-// Done is closed when the session has ended.
-func (s *HTTPSession) Done() <-chan struct{} {
-	s.endMu.Lock()
-	defer s.endMu.Unlock()
-	if s.done == nil {
-		s.done = make(chan struct{})
-		if s.isEnded.Load() {
-			close(s.done)
-		}
-	}
-	return s.done
-}
-
-// setVersion mirrors the negotiated version for the HTTP front.
-func (s *HTTPSession) setVersion(v protocol.Version) {
-	s.version.Store(protocol.VersionIndex(v))
-}
-
-// Request delivers a request; its response, and with sse the messages
-// related to it, arrive on the returned stream.
-func (s *HTTPSession) Request(req *jsonrpc2.Request, sse bool) *Stream {
-	st := newStream("p"+strconv.FormatUint(s.posts.Add(1), 10), s.limits.StreamEvents, s.limits.StreamBytes)
-	if s.Ended() {
-		st.end(false) // the session is gone: no actor will take the request
-		return st
-	}
-	s.root.Send(s.pid, &httpRequest{req: req, stream: st, sse: sse})
-	return st
-}
-
-// Notify delivers a notification.
-func (s *HTTPSession) Notify(req *jsonrpc2.Request) {
-	s.root.Send(s.pid, &httpNotification{req: req})
-}
-
-// Respond delivers a client's response to a server-to-client request.
-func (s *HTTPSession) Respond(resp *jsonrpc2.Response) {
-	s.root.Send(s.pid, &InboundResponse{Response: resp})
-}
-
-// Standalone returns the session's GET stream.
-func (s *HTTPSession) Standalone() (*Stream, error) {
-	res, err := s.root.RequestFuture(s.pid, &openStandalone{}, 5*time.Second).Result()
-	if err != nil {
-		return nil, err
-	}
-	r := res.(*standaloneReply)
-	return r.stream, r.err
-}
-
-// Resume finds the stream a Last-Event-ID names and the sequence number to
-// continue after.
-func (s *HTTPSession) Resume(lastEventID string) (*Stream, uint64, error) {
-	res, err := s.root.RequestFuture(s.pid, &resumeStream{lastEventID: lastEventID}, 5*time.Second).Result()
-	if err != nil {
-		return nil, 0, err
-	}
-	r := res.(*resumeReply)
-	return r.stream, r.after, r.err
-}
-
-// Delivered tells the session that st's final event reached the client.
-func (s *HTTPSession) Delivered(st *Stream) {
-	s.root.Send(s.pid, &streamDelivered{id: st.id})
-}
-
-// Close ends the session and stops everything running under it.
-func (s *HTTPSession) Close() {
-	s.root.Stop(s.pid)
+	hd.Bind(h.system.Root, res.(*actor.PID))
+	return hd, nil
 }

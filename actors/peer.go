@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/actors/transport"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -130,7 +131,7 @@ func (s *session) sendClientRequest(msg *clientRequest) {
 		raw = &r
 	}
 	id := s.requests.add(msg.reply, msg.related)
-	s.out.send(&Outbound{Message: &jsonrpc2.Request{ID: id, Method: msg.method, Params: raw}, Related: msg.related})
+	s.out.Send(&transport.Outbound{Message: &jsonrpc2.Request{ID: id, Method: msg.method, Params: raw}, Related: msg.related})
 }
 
 // clientResponded hands a client's response to whoever waits for it.

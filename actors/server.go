@@ -7,6 +7,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"troupe/actors/httptransport"
+	"troupe/actors/stdio"
+	"troupe/actors/transport"
 	"troupe/tools"
 )
 
@@ -46,7 +49,7 @@ type serveStream struct {
 }
 
 // serveHTTP asks the server to start an HTTP session's actor.
-type serveHTTP struct{ handle *HTTPSession }
+type serveHTTP struct{ handle *httptransport.Handle }
 
 // stopAll asks the server to stop every connection and session, and to
 // answer (with *allStopped) once all have ended.
@@ -71,6 +74,7 @@ func (s *server) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.live = map[string]*actor.PID{}
 		s.opts.server = ctx.Self()
+		s.opts.exec.server = ctx.Self()
 		opts := s.opts.session.withDefaults()
 		s.session = &opts
 	case *registryChanged:
@@ -81,13 +85,13 @@ func (s *server) Receive(ctx actor.Context) {
 			ctx.Send(pid, msg)
 		}
 	case *serveStream:
-		out := &stdioOutlet{in: msg.in, out: msg.out, done: msg.done, opts: s.opts, log: s.log}
-		ctx.Respond(s.spawn(ctx, "conn", newSession(s.session, s.log, s.opts.exec, out)))
+		out := stdio.New(msg.in, msg.out, msg.done, stdio.Options{MaxLineBytes: s.opts.maxLineBytes, Logger: s.log})
+		ctx.Respond(s.spawn(ctx, "conn", newSession(s.session, s.log, s.opts, out)))
 	case *serveHTTP:
-		log := s.log.With("http_session", msg.handle.id[:min(8, len(msg.handle.id))])
-		out := &httpOutlet{handle: msg.handle, opts: s.opts, log: log}
-		owner, _ := msg.handle.owner.([32]byte)
-		sess := newSession(s.session, log, s.opts.exec, out)
+		id := msg.handle.ID()
+		log := s.log.With("http_session", id[:min(8, len(id))])
+		owner, _ := msg.handle.Owner().([32]byte)
+		sess := newSession(s.session, log, s.opts, httptransport.New(msg.handle, log))
 		sess.httpOwner = &owner
 		ctx.Respond(s.spawn(ctx, "http", sess))
 		s.httpLive++
@@ -95,7 +99,7 @@ func (s *server) Receive(ctx actor.Context) {
 	case *idleSweep:
 		s.sweep = nil
 		for _, pid := range s.live {
-			ctx.Send(pid, &idleCheck{})
+			ctx.Send(pid, &transport.IdleCheck{})
 		}
 		s.armSweep(ctx)
 	case *actor.Stopping:

@@ -13,6 +13,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"golang.org/x/time/rate"
 
+	"troupe/actors/transport"
 	"troupe/gate"
 	"troupe/gate/approvalstate"
 	"troupe/protocol"
@@ -81,32 +82,9 @@ func (o SessionOptions) withDefaults() SessionOptions {
 	return o
 }
 
-// Inbound carries one request or notification from the connection's read
-// loop to the session, in wire order.
-type Inbound struct{ Request *jsonrpc2.Request }
-
-// InboundResponse carries a client's response to a server-to-client
-// request.
-type InboundResponse struct{ Response *jsonrpc2.Response }
-
 // Drain asks a session to finish: refuse new requests, let calls in flight
 // complete within Grace, then stop what is left and end.
 type Drain struct{ Grace time.Duration }
-
-// Outbound is one message the session hands its transport (outlet) for
-// the client: Message (a *jsonrpc2.Response, or a *jsonrpc2.Request for a
-// notification or a server-to-client request). Related is the id of
-// the client request a notification belongs to (a call's progress), nil
-// when it belongs to none; transports with several streams use it to pick
-// the stream.
-type Outbound struct {
-	Message any
-	Related *jsonrpc2.ID
-	// Written, when set, is called once the message has been handed to
-	// the client (or dropped): it is how a streaming tool learns that the
-	// client keeps up. Transports must call it exactly once.
-	Written func()
-}
 
 // callFinished is an invocation's answer, sent to its session.
 type callFinished struct {
@@ -158,7 +136,7 @@ type session struct {
 	exec        *hostDeps
 	requests    clientRequests               // server-to-client requests awaiting answers (clientrequests.go)
 	root        *actor.RootContext           // for sends outside Receive (timers)
-	out         outlet                       // the transport: where what the session sends goes
+	out         transport.Transport          // where what the session sends goes (stdio, httptransport)
 	trusted     trustList                    // tools a person trusted for this session (trust.go)
 	store       *spool.Store                 // calls' full output; made on first call (outputStore)
 	storeShared bool                         // store is the HTTP caller's, not the session's (stateless_store.go)
@@ -170,7 +148,7 @@ type session struct {
 // newSession makes a session with opts, which has its defaults applied and
 // is shared by every session (never changed, so it is copied by no one),
 // served through out.
-func newSession(opts *SessionOptions, log *slog.Logger, exec *hostDeps, out outlet) *session {
+func newSession(opts *SessionOptions, log *slog.Logger, host *hostOptions, out transport.Transport) *session {
 	id := newSessionID()
 	return &session{
 		opts:     opts,
@@ -178,7 +156,7 @@ func newSession(opts *SessionOptions, log *slog.Logger, exec *hostDeps, out outl
 		log:      log.With("session", id),
 		relay:    relay{level: opts.DefaultLogLevel, rate: opts.LogRate},
 		registry: opts.Registry,
-		exec:     exec,
+		exec:     host.exec,
 		out:      out,
 	}
 }
@@ -199,16 +177,16 @@ func (s *session) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.root = ctx.ActorSystem().Root
-		s.out.start(ctx, s)
+		s.out.Start(ctx, s)
 		s.log.Debug("session started")
 	case *panicked:
 		s.recovered(msg)
-	case *Inbound:
+	case *transport.Inbound:
 		s.handle(ctx, msg.Request)
 	case *callFinished:
 		s.finish(ctx, msg)
-	case *InboundResponse:
-		s.out.touch()
+	case *transport.InboundResponse:
+		s.out.Touch()
 		s.clientResponded(msg.Response)
 	case *clientRequest:
 		s.sendClientRequest(msg)
@@ -242,12 +220,13 @@ func (s *session) Receive(ctx actor.Context) {
 			}
 		})
 		s.dropStore()
-		s.out.stopping()
+		s.out.Stopping()
 	case *actor.Stopped:
 		s.log.Debug("session ended")
-		s.out.stopped(ctx)
+		s.out.Stopped()
+		ctx.Send(s.exec.server, &ended{id: ctx.Self().Id, http: s.httpOwner != nil})
 	default:
-		s.out.receive(ctx, s, msg)
+		s.out.Receive(ctx, s, msg)
 	}
 }
 
@@ -255,10 +234,10 @@ func (s *session) Receive(ctx actor.Context) {
 func (s *session) recovered(p *panicked) {
 	var req *jsonrpc2.Request
 	switch m := p.message.(type) {
-	case *Inbound:
+	case *transport.Inbound:
 		req = m.Request
-	case *httpRequest:
-		req = m.req
+	case interface{ Request() *jsonrpc2.Request }: // a transport's own request message
+		req = m.Request()
 	}
 	if req != nil && !req.Notif {
 		s.send(&jsonrpc2.Response{ID: req.ID,
@@ -370,7 +349,7 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 	if over != nil {
 		s.log.Info("session sets its own working directory and environment", "cwd", over.Cwd, "env", envNames(over))
 	}
-	s.out.negotiated(s.version)
+	s.out.Negotiated(s.version)
 
 	info := s.opts.ServerInfo
 	if !s.version.HasTitles() {
@@ -570,7 +549,7 @@ func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
 		call.inv.unstarted()
 	}
 	ctx.Stop(call.pid)
-	s.out.unanswered(id)
+	s.out.Unanswered(id)
 }
 
 // finish sends an invocation's result, unless the call was cancelled,
@@ -738,7 +717,7 @@ func (s *session) fail(id jsonrpc2.ID, code int64, message string) {
 
 // send hands a message to the transport for the client.
 func (s *session) send(msg any) {
-	s.out.send(&Outbound{Message: msg})
+	s.out.Send(&transport.Outbound{Message: msg})
 }
 
 // notice relays a running tool's progress or log message to the client:
@@ -805,7 +784,7 @@ func (s *session) notifyWritten(method string, params any, related *jsonrpc2.ID,
 		raw := json.RawMessage(b)
 		req.Params = &raw
 	}
-	s.out.send(&Outbound{Message: req, Related: related, Written: written})
+	s.out.Send(&transport.Outbound{Message: req, Related: related, Written: written})
 	return true
 }
 
@@ -821,3 +800,19 @@ func (s *session) toolsChanged(reg *tools.Registry) {
 		s.toolsChangedForSubscribers()
 	}
 }
+
+// Handle implements transport.Session: a transport's own message carried
+// a request (HTTP).
+func (s *session) Handle(ctx actor.Context, req *jsonrpc2.Request) { s.handle(ctx, req) }
+
+// InputEnded implements transport.Session: no response can come in any
+// more, so requests waiting for one (approvals) fail now instead of at the
+// end of the grace period, and the session drains: it finishes its calls
+// within the grace period, then ends.
+func (s *session) InputEnded(ctx actor.Context) {
+	s.failClientRequests(nil, "the client can no longer answer (its input ended)")
+	s.drain(ctx, s.exec.grace)
+}
+
+// MaxInFlight implements transport.Session.
+func (s *session) MaxInFlight() int { return s.opts.MaxInFlight }

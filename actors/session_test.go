@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"troupe/actors/transport"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -393,7 +394,7 @@ func TestSessionSurvivesAPanic(t *testing.T) {
 	logs := &recorder{}
 	c := newClient(t, Options{Logger: slog.New(logs)}, echoTool())
 	c.initialize("2025-06-18")
-	c.host.system.Root.Send(c.conn, &Inbound{})
+	c.host.system.Root.Send(c.conn, &transport.Inbound{})
 	c.request(1, "tools/call", map[string]any{"name": "echo"})
 	if r := c.toolResult(c.recv()); r.IsError {
 		t.Fatalf("session unusable after a panic: %+v", r)

@@ -218,7 +218,7 @@ func (s *session) endSubscription(id jsonrpc2.ID) bool {
 	}
 	delete(s.subs, id)
 	s.log.Debug("subscription cancelled by client", "id", id.String())
-	s.out.unanswered(id)
+	s.out.Unanswered(id)
 	return true
 }
 

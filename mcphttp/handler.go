@@ -34,6 +34,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"troupe/actors"
+	"troupe/actors/httptransport"
 	"troupe/mcphttp/origin"
 )
 
@@ -118,7 +119,7 @@ type Handler struct {
 	token   atomic.Pointer[[32]byte] // sha256 of the bearer token (nil: no auth); compared in constant time
 
 	mu       sync.Mutex
-	sessions map[string]*actors.HTTPSession
+	sessions map[string]*httptransport.Handle
 	// stateless and listening count the 2026-07-28 requests whose
 	// (hidden) session has not ended yet: subscriptions/listen in
 	// listening, the others in stateless (guarded by mu).
@@ -133,7 +134,7 @@ type Handler struct {
 // New returns a Handler serving sessions on host.
 func New(host *actors.Host, opts Options) *Handler {
 	opts = opts.withDefaults()
-	h := &Handler{host: host, opts: opts, log: opts.Logger, sessions: map[string]*actors.HTTPSession{},
+	h := &Handler{host: host, opts: opts, log: opts.Logger, sessions: map[string]*httptransport.Handle{},
 		origins: map[string]bool{}}
 	for _, s := range opts.AllowedOrigins {
 		o, err := origin.Parse(s)
@@ -244,7 +245,7 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) ([32]byte
 // session finds the session a request names. It answers 400 when the
 // header is missing and 404 when the session is unknown, ended, or belongs
 // to another credential (all the same to the client: re-initialize).
-func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte) (*actors.HTTPSession, bool) {
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte) (*httptransport.Handle, bool) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
 		h.refuse(w, http.StatusBadRequest, "Mcp-Session-Id header is required (send initialize first)")
@@ -265,7 +266,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte
 }
 
 // newSession starts a session for an initialize request.
-func (h *Handler) newSession(w http.ResponseWriter, owner [32]byte) (*actors.HTTPSession, bool) {
+func (h *Handler) newSession(w http.ResponseWriter, owner [32]byte) (*httptransport.Handle, bool) {
 	if h.shuttingDown(w) {
 		return nil, false
 	}

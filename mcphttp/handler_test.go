@@ -13,6 +13,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/actors"
+	"troupe/actors/httptransport"
 	"troupe/tools"
 )
 
@@ -887,7 +888,7 @@ func TestRequestRacingSessionEnd(t *testing.T) {
 		w := httptest.NewRecorder()
 		begin := time.Now()
 		if batch {
-			r.h.answerBatch(w, req, s, []*actors.Stream{st}, nil)
+			r.h.answerBatch(w, req, s, []*httptransport.Stream{st}, nil)
 		} else {
 			r.h.answer(w, req, s, st, true, true, false)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"troupe/actors"
+	"troupe/actors/httptransport"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -224,7 +225,7 @@ func (h *Handler) idle() bool {
 }
 
 // session is the actors' handle on a live session (nil when unknown).
-func (r *rig) session(id string) *actors.HTTPSession {
+func (r *rig) session(id string) *httptransport.Handle {
 	r.h.mu.Lock()
 	defer r.h.mu.Unlock()
 	return r.h.sessions[id]

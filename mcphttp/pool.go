@@ -3,7 +3,7 @@ package mcphttp
 import (
 	"sync"
 
-	"troupe/actors"
+	"troupe/actors/httptransport"
 )
 
 // sessionPool keeps the hidden sessions that served 2026-07-28 requests,
@@ -16,7 +16,7 @@ import (
 // when it is next taken. The zero value is empty and ready.
 type sessionPool struct {
 	mu   sync.Mutex
-	idle map[[32]byte][]*actors.HTTPSession
+	idle map[[32]byte][]*httptransport.Handle
 }
 
 // maxPooledPerCaller bounds the idle sessions kept per caller: about a
@@ -24,7 +24,7 @@ type sessionPool struct {
 const maxPooledPerCaller = 8
 
 // take is an idle session of caller's, nil when none is kept.
-func (p *sessionPool) take(caller [32]byte) *actors.HTTPSession {
+func (p *sessionPool) take(caller [32]byte) *httptransport.Handle {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for list := p.idle[caller]; len(list) > 0; list = p.idle[caller] {
@@ -43,7 +43,7 @@ func (p *sessionPool) take(caller [32]byte) *actors.HTTPSession {
 
 // put keeps s for caller's next request; false when the caller has
 // maxPooledPerCaller kept already, or s has ended (the caller closes it).
-func (p *sessionPool) put(caller [32]byte, s *actors.HTTPSession) bool {
+func (p *sessionPool) put(caller [32]byte, s *httptransport.Handle) bool {
 	if s.Ended() {
 		return false
 	}
@@ -53,7 +53,7 @@ func (p *sessionPool) put(caller [32]byte, s *actors.HTTPSession) bool {
 		return false
 	}
 	if p.idle == nil {
-		p.idle = map[[32]byte][]*actors.HTTPSession{}
+		p.idle = map[[32]byte][]*httptransport.Handle{}
 	}
 	p.idle[caller] = append(p.idle[caller], s)
 	return true

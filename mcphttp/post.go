@@ -11,7 +11,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"troupe/actors"
+	"troupe/actors/httptransport"
 	"troupe/protocol"
 	"troupe/protocol/framing"
 )
@@ -79,7 +79,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		return
 	}
 	// Which session: a lone initialize request without a session id makes one.
-	var s *actors.HTTPSession
+	var s *httptransport.Handle
 	created := false
 	if r.Header.Get("Mcp-Session-Id") == "" && !batch && isInitialize(msgs[0]) {
 		if s, created = h.newSession(w, owner); !created {
@@ -96,7 +96,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		return
 	}
 
-	var streams []*actors.Stream
+	var streams []*httptransport.Stream
 	for _, m := range msgs {
 		switch {
 		case m.req != nil && !m.req.Notif:
@@ -151,7 +151,7 @@ func isInitialize(m message) bool {
 // answer writes the answer to one request: application/json when the
 // response comes first, or SSE when something related to the request comes
 // before it (progress, log messages) and the client accepts SSE.
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *actors.HTTPSession, st *actors.Stream,
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *httptransport.Handle, st *httptransport.Stream,
 	acceptJSON, acceptSSE, created bool) {
 	detach, err := st.Attach()
 	if err != nil {
@@ -220,7 +220,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *actors.HTTPS
 // and the function that releases it. A request that reached a session just
 // as it ended went to no actor, and its stream will never complete; the
 // reader must not wait for it.
-func untilSessionEnds(r *http.Request, s *actors.HTTPSession) (*http.Request, func()) {
+func untilSessionEnds(r *http.Request, s *httptransport.Handle) (*http.Request, func()) {
 	ctx, cancel := context.WithCancel(r.Context())
 	stop := s.AfterEnd(cancel) // no goroutine per request
 	return r.WithContext(ctx), func() { stop(); cancel() }
@@ -230,7 +230,7 @@ func untilSessionEnds(r *http.Request, s *actors.HTTPSession) (*http.Request, fu
 // cancelled it (204; the spec says a cancelled request gets no response) or
 // the session ended under it (404: the client must initialize again). The
 // stream records which.
-func (h *Handler) unanswered(w http.ResponseWriter, st *actors.Stream) {
+func (h *Handler) unanswered(w http.ResponseWriter, st *httptransport.Stream) {
 	if st.Cancelled() {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -238,7 +238,7 @@ func (h *Handler) unanswered(w http.ResponseWriter, st *actors.Stream) {
 	h.refuse(w, http.StatusNotFound, "the session ended before the request was answered")
 }
 
-func lastFinal(events []actors.Event) *actors.Event {
+func lastFinal(events []httptransport.Event) *httptransport.Event {
 	for i := range events {
 		if events[i].Final {
 			return &events[i]
@@ -256,7 +256,7 @@ func isErrorResponse(data []byte) bool {
 
 // answerBatch waits for every response of a batch and writes them as one
 // JSON array (related notifications are not streamed for batches).
-func (h *Handler) answerBatch(w http.ResponseWriter, r *http.Request, s *actors.HTTPSession, streams []*actors.Stream, rejected [][]byte) {
+func (h *Handler) answerBatch(w http.ResponseWriter, r *http.Request, s *httptransport.Handle, streams []*httptransport.Stream, rejected [][]byte) {
 	replies := rejected
 	r, stop := untilSessionEnds(r, s)
 	defer stop()

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"troupe/actors"
+	"troupe/actors/httptransport"
 )
 
 // get opens the session's standalone SSE stream, or resumes a stream named
@@ -20,7 +20,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 	if !ok {
 		return
 	}
-	var st *actors.Stream
+	var st *httptransport.Stream
 	var after uint64
 	var err error
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
@@ -61,8 +61,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 // every later one until the stream ends, the client leaves, or the client
 // falls behind what the stream keeps. Idle streams get comment lines so
 // proxies and clients see the connection alive.
-func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, s *actors.HTTPSession, st *actors.Stream,
-	events []actors.Event, done bool) (answered bool) {
+func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, s *httptransport.Handle, st *httptransport.Stream,
+	events []httptransport.Event, done bool) (answered bool) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

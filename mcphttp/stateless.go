@@ -9,6 +9,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/actors"
+	"troupe/actors/httptransport"
 	"troupe/protocol"
 )
 
@@ -157,7 +158,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 // subscriptions/listen (open as long as the client wants) one of
 // http.max_subscriptions, from now until the session has ended. Over its
 // bound the request gets the same 503 as an initialize over max_sessions.
-func (h *Handler) statelessSession(w http.ResponseWriter, owner [32]byte, listen bool) (*actors.HTTPSession, func(), bool) {
+func (h *Handler) statelessSession(w http.ResponseWriter, owner [32]byte, listen bool) (*httptransport.Handle, func(), bool) {
 	if h.shuttingDown(w) {
 		return nil, nil, false
 	}

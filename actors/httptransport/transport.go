@@ -1,4 +1,9 @@
-package actors
+// Package httptransport is the streamable HTTP transport of troupe's
+// sessions: the HTTP front (package mcphttp) holds a Handle per session and
+// reads the session's Streams; the session actor owns a Transport, which
+// files each POST's stream under its request id and routes what the
+// session sends to the right stream. See Transport.
+package httptransport
 
 import (
 	"encoding/json"
@@ -10,20 +15,20 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/actors/transport"
 	"troupe/protocol"
 	"troupe/protocol/framing"
 )
 
-// httpOutlet is the transport of one HTTP session. Where stdio writes
+// Transport is the transport of one HTTP session. Where stdio writes
 // everything to one stdout, it routes each message to a stream: a response
 // to the stream of the POST that carried its request, a call's progress
 // and log messages to that same stream (which makes the POST answer with
 // SSE), and anything else to the standalone stream a GET opened. It owns
 // the session's streams, the time it was last used and its
 // negotiated-version mirror; the HTTP front reads the streams.
-type httpOutlet struct {
-	handle *HTTPSession
-	opts   *hostOptions
+type Transport struct {
+	handle *Handle
 	log    *slog.Logger
 
 	posts      map[jsonrpc2.ID]*postStream // open POST streams by request id
@@ -40,7 +45,7 @@ type postStream struct {
 	sse    bool // the client accepts SSE, so related messages may go here
 }
 
-// Messages from the HTTP front (sent by HTTPSession's methods).
+// Messages from the HTTP front (sent by Handle's methods).
 type (
 	// httpRequest delivers a POSTed request; its answer goes to stream.
 	httpRequest struct {
@@ -59,10 +64,11 @@ type (
 	// streamDelivered says a POST stream's final event reached the client,
 	// so it need not be kept for resumption.
 	streamDelivered struct{ id string }
-	// idleCheck is the server's sweep asking whether the session has been
-	// idle for long enough.
-	idleCheck struct{ quiet }
 )
+
+// Request is the request an httpRequest carries: the session answers it
+// with an internal error if handling it panicked.
+func (m *httpRequest) Request() *jsonrpc2.Request { return m.req }
 
 type standaloneReply struct {
 	stream *Stream
@@ -75,30 +81,37 @@ type resumeReply struct {
 	err    error
 }
 
-func (o *httpOutlet) start(actor.Context, *session) { o.touch() }
+// New makes the transport of the session handle stands for.
+func New(handle *Handle, log *slog.Logger) *Transport { return &Transport{handle: handle, log: log} }
 
-func (o *httpOutlet) touch() { o.lastSeen = time.Now() }
+// Start implements transport.Transport.
+func (o *Transport) Start(actor.Context, transport.Session) { o.Touch() }
 
-func (o *httpOutlet) receive(ctx actor.Context, s *session, msg any) bool {
+// Touch implements transport.Transport: the session was used now.
+func (o *Transport) Touch() { o.lastSeen = time.Now() }
+
+// Receive implements transport.Transport: the front's messages (sent by
+// Handle's methods), and the server's idle check.
+func (o *Transport) Receive(ctx actor.Context, s transport.Session, msg any) bool {
 	switch msg := msg.(type) {
 	case *httpRequest:
-		o.touch()
+		o.Touch()
 		if o.request(msg) {
-			s.handle(ctx, msg.req)
+			s.Handle(ctx, msg.req)
 		}
 	case *httpNotification:
-		o.touch()
-		s.handle(ctx, msg.req)
+		o.Touch()
+		s.Handle(ctx, msg.req)
 	case *openStandalone:
-		o.touch()
+		o.Touch()
 		ctx.Respond(o.openStandalone())
 	case *resumeStream:
-		o.touch()
+		o.Touch()
 		ctx.Respond(o.resume(msg.lastEventID))
 	case *streamDelivered:
 		delete(o.byID, msg.id)
 		o.shrink()
-	case *idleCheck:
+	case *transport.IdleCheck:
 		o.checkIdle(ctx)
 	default:
 		return false
@@ -108,7 +121,7 @@ func (o *httpOutlet) receive(ctx actor.Context, s *session, msg any) bool {
 
 // request files a POST's stream under its request id; false when the
 // request is not to be handled (the session is ending, or the id is taken).
-func (o *httpOutlet) request(msg *httpRequest) bool {
+func (o *Transport) request(msg *httpRequest) bool {
 	if o.closed {
 		msg.stream.end(false) // the session is ending: no answer will come
 		return false
@@ -131,7 +144,9 @@ func (o *httpOutlet) request(msg *httpRequest) bool {
 	return true
 }
 
-func (o *httpOutlet) unanswered(id jsonrpc2.ID) {
+// Unanswered implements transport.Transport: the request's stream ends
+// without an answer (the client cancelled it).
+func (o *Transport) Unanswered(id jsonrpc2.ID) {
 	if p, ok := o.posts[id]; ok {
 		p.stream.end(true)
 		delete(o.posts, id)
@@ -140,10 +155,13 @@ func (o *httpOutlet) unanswered(id jsonrpc2.ID) {
 	}
 }
 
-func (o *httpOutlet) negotiated(v protocol.Version) { o.handle.setVersion(v) }
+// Negotiated implements transport.Transport: the front checks requests'
+// MCP-Protocol-Version against it.
+func (o *Transport) Negotiated(v protocol.Version) { o.handle.setVersion(v) }
 
-// stopping ends every stream, so open SSE responses finish.
-func (o *httpOutlet) stopping() {
+// Stopping implements transport.Transport: every stream ends, so open SSE
+// responses finish.
+func (o *Transport) Stopping() {
 	o.closed = true
 	for _, s := range o.byID {
 		s.end(false)
@@ -153,16 +171,17 @@ func (o *httpOutlet) stopping() {
 	}
 }
 
-func (o *httpOutlet) stopped(ctx actor.Context) {
+// Stopped implements transport.Transport: the front's waiters hear of the
+// end.
+func (o *Transport) Stopped() {
 	o.log.Debug("http session ended")
 	o.handle.ended()
-	ctx.Send(o.opts.server, &ended{id: ctx.Self().Id, http: true})
 }
 
 // shrink drops the maps that became empty: a Go map keeps its buckets
 // after its entries are deleted, and an idle session should hold no
 // memory for the requests it answered.
-func (o *httpOutlet) shrink() {
+func (o *Transport) shrink() {
 	if len(o.posts) == 0 {
 		o.posts = nil
 	}
@@ -177,7 +196,7 @@ func (o *httpOutlet) shrink() {
 const maxKeptStreams = 64
 
 // evictEnded forgets ended streams while more than maxKeptStreams are kept.
-func (o *httpOutlet) evictEnded() {
+func (o *Transport) evictEnded() {
 	if len(o.byID) <= maxKeptStreams+len(o.posts) {
 		return
 	}
@@ -192,13 +211,14 @@ func (o *httpOutlet) evictEnded() {
 }
 
 // newStream makes a stream with the next id of this session.
-func (o *httpOutlet) newStream(kind string) *Stream {
+func (o *Transport) newStream(kind string) *Stream {
 	o.nextStream++
-	return newStream(kind+strconv.Itoa(o.nextStream), o.opts.http.StreamEvents, o.opts.http.StreamBytes)
+	return newStream(kind+strconv.Itoa(o.nextStream), o.handle.limits.StreamEvents, o.handle.limits.StreamBytes)
 }
 
-// send puts one outgoing message on the stream it belongs on.
-func (o *httpOutlet) send(out *Outbound) {
+// Send implements transport.Transport: it puts one outgoing message on the
+// stream it belongs on.
+func (o *Transport) Send(out *transport.Outbound) {
 	data, err := framing.Encode(out.Message)
 	if err != nil {
 		o.log.Error("encoding outgoing message", "err", err)
@@ -236,7 +256,7 @@ func (o *httpOutlet) send(out *Outbound) {
 // openStandalone returns the session's standalone stream, made on first
 // use. It outlives the GET that opened it, so a client that reconnects gets
 // what was sent meanwhile; the caller attaches as its reader.
-func (o *httpOutlet) openStandalone() *standaloneReply {
+func (o *Transport) openStandalone() *standaloneReply {
 	if o.standalone != nil {
 		return &standaloneReply{stream: o.standalone}
 	}
@@ -249,7 +269,7 @@ func (o *httpOutlet) openStandalone() *standaloneReply {
 }
 
 // resume finds the stream and position a Last-Event-ID names.
-func (o *httpOutlet) resume(lastEventID string) *resumeReply {
+func (o *Transport) resume(lastEventID string) *resumeReply {
 	id, seqText, ok := strings.Cut(lastEventID, "-")
 	seq, err := strconv.ParseUint(seqText, 10, 64)
 	if !ok || err != nil {
@@ -264,15 +284,15 @@ func (o *httpOutlet) resume(lastEventID string) *resumeReply {
 
 // checkIdle ends the session when nothing touched it for the idle timeout
 // and no reader is attached to any of its streams.
-func (o *httpOutlet) checkIdle(ctx actor.Context) {
-	left := o.opts.http.IdleTimeout - time.Since(o.lastSeen)
+func (o *Transport) checkIdle(ctx actor.Context) {
+	left := o.handle.limits.IdleTimeout - time.Since(o.lastSeen)
 	if left <= 0 && !o.anyReader() {
-		o.log.Info("http session expired", "idle", o.opts.http.IdleTimeout)
+		o.log.Info("http session expired", "idle", o.handle.limits.IdleTimeout)
 		ctx.Stop(ctx.Self())
 	}
 }
 
-func (o *httpOutlet) anyReader() bool {
+func (o *Transport) anyReader() bool {
 	for _, s := range o.byID {
 		if s.hasReader() {
 			return true

@@ -1,4 +1,8 @@
-package actors
+// Package stdio is the stream transport of troupe's sessions (stdio): one
+// framed byte stream in each direction, a read loop that feeds the
+// session, and the session's answers queued and written several per write
+// when it is busy. See Transport.
+package stdio
 
 import (
 	"io"
@@ -7,11 +11,12 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/actors/transport"
 	"troupe/protocol"
 	"troupe/protocol/framing"
 )
 
-// stdioOutlet is the transport of one stream-based client (stdio): it owns
+// Transport is the transport of one stream-based client (stdio): it owns
 // the framing stream (the only writer of the output) and the read loop
 // that feeds the session. The session lives until its input has ended and
 // its calls are done (or the server stops it); as it stops, everything it
@@ -53,11 +58,11 @@ import (
 // has no elicitation.) Cancelled calls free their slot through
 // unanswered; when the output closes (the session stops) a paused read
 // loop ends.
-type stdioOutlet struct {
+type Transport struct {
 	in   io.Reader
 	out  io.WriteCloser
 	done chan struct{} // closed when the session has stopped
-	opts *hostOptions
+	opts Options
 	log  *slog.Logger
 
 	stream   *framing.Stream
@@ -67,15 +72,32 @@ type stdioOutlet struct {
 	written  []func() // Outbound.Written callbacks of the queued messages
 }
 
+// Options configure a Transport.
+type Options struct {
+	// MaxLineBytes bounds one message (framing.Options.MaxLineBytes).
+	MaxLineBytes int
+	// Logger receives the transport's debug lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// New makes the transport of a client that reads out and writes in; done
+// is closed when its session has stopped.
+func New(in io.Reader, out io.WriteCloser, done chan struct{}, o Options) *Transport {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Transport{in: in, out: out, done: done, opts: o, log: o.Logger}
+}
+
 // flushOutput makes the session write the messages it queued.
-type flushOutput struct{ quiet }
+type flushOutput struct{ transport.Quiet }
 
 // inputClosed is sent by the read loop when the input ends.
-type inputClosed struct{ quiet }
+type inputClosed struct{ transport.Quiet }
 
 // pendingMargin is how many requests beyond limits.max_in_flight a client
 // may have sent whose answers are not written yet before troupe stops
-// reading its input (see stdioOutlet).
+// reading its input (see Transport).
 const pendingMargin = 256
 
 // flushBytes is how much the stream may hold for the next write before the
@@ -83,15 +105,16 @@ const pendingMargin = 256
 // queued answers goes out in pieces instead of one buffer the size of all.
 const flushBytes = 256 << 10
 
-func (o *stdioOutlet) start(ctx actor.Context, s *session) {
+// Start implements transport.Transport: it starts the read loop.
+func (o *Transport) Start(ctx actor.Context, s transport.Session) {
 	o.root, o.self = ctx.ActorSystem().Root, ctx.Self()
-	o.stream = framing.New(o.in, o.out, framing.Options{MaxLineBytes: o.opts.maxLineBytes, Logger: o.log,
-		MaxPending: s.opts.MaxInFlight + pendingMargin, ResumeAt: s.opts.MaxInFlight + pendingMargin/2})
+	o.stream = framing.New(o.in, o.out, framing.Options{MaxLineBytes: o.opts.MaxLineBytes, Logger: o.log,
+		MaxPending: s.MaxInFlight() + pendingMargin, ResumeAt: s.MaxInFlight() + pendingMargin/2})
 	root, self, stream := o.root, o.self, o.stream
 	// The read loop only forwards, so it never waits on the session and
 	// wire order is kept (a cancellation arrives after its call). It waits
 	// only in ReadMessage, while the client is owed too much (see
-	// stdioOutlet). It ends when the input does, or when the output has
+	// Transport). It ends when the input does, or when the output has
 	// closed while it waited.
 	go func() {
 		for {
@@ -101,18 +124,19 @@ func (o *stdioOutlet) start(ctx actor.Context, s *session) {
 				return
 			}
 			if m.Request != nil {
-				root.Send(self, &Inbound{Request: m.Request})
+				root.Send(self, &transport.Inbound{Request: m.Request})
 			} else {
-				root.Send(self, &InboundResponse{Response: m.Response})
+				root.Send(self, &transport.InboundResponse{Response: m.Response})
 			}
 		}
 	}()
 }
 
-// send queues a message; it is written with the others the mailbox holds:
-// the flushOutput sent behind the first comes out after them, so a busy
-// session writes many messages per syscall and an idle one at once.
-func (o *stdioOutlet) send(out *Outbound) {
+// Send implements transport.Transport: it queues a message, written with
+// the others the mailbox holds: the flushOutput sent behind the first
+// comes out after them, so a busy session writes many messages per
+// syscall and an idle one at once.
+func (o *Transport) Send(out *transport.Outbound) {
 	if err := o.stream.Queue(out.Message); err != nil {
 		o.log.Debug("write failed", "err", err)
 	}
@@ -130,7 +154,7 @@ func (o *stdioOutlet) send(out *Outbound) {
 }
 
 // writeQueued writes the queued messages and then tells their senders.
-func (o *stdioOutlet) writeQueued() {
+func (o *Transport) writeQueued() {
 	if err := o.stream.Flush(); err != nil {
 		o.log.Debug("write failed", "err", err)
 	}
@@ -141,32 +165,33 @@ func (o *stdioOutlet) writeQueued() {
 	o.written = o.written[:0]
 }
 
-func (o *stdioOutlet) unanswered(id jsonrpc2.ID) { o.stream.Skip(id) }
+// Unanswered implements transport.Transport: the stream's count of owed
+// answers (and a batch waiting for it) lets go of id.
+func (o *Transport) Unanswered(id jsonrpc2.ID) { o.stream.Skip(id) }
 
-func (o *stdioOutlet) negotiated(v protocol.Version) { o.stream.SetBatches(v.AllowsBatches()) }
+// Negotiated implements transport.Transport: batches exist in 2025-03-26
+// only.
+func (o *Transport) Negotiated(v protocol.Version) { o.stream.SetBatches(v.AllowsBatches()) }
 
-func (o *stdioOutlet) receive(ctx actor.Context, s *session, msg any) bool {
+// Receive implements transport.Transport: the flush it asked for, and the
+// end of the input.
+func (o *Transport) Receive(ctx actor.Context, s transport.Session, msg any) bool {
 	switch msg.(type) {
 	case flushOutput:
 		o.flushing = false
 		o.writeQueued()
 	case *inputClosed:
 		o.log.Debug("input closed")
-		// No response can come in any more: requests waiting for one
-		// (approvals) fail now instead of at the end of the grace period.
-		s.failClientRequests(nil, "the client can no longer answer (its input ended)")
-		// The graceful end: the session finishes its calls within the
-		// grace period, then ends.
-		s.drain(ctx, o.opts.grace)
+		s.InputEnded(ctx)
 	default:
 		return false
 	}
 	return true
 }
 
-// stopping writes what is queued and closes the output, which also ends a
-// read loop paused on back-pressure.
-func (o *stdioOutlet) stopping() {
+// Stopping implements transport.Transport: it writes what is queued and
+// closes the output, which also ends a read loop paused on back-pressure.
+func (o *Transport) Stopping() {
 	o.flushing = false
 	o.writeQueued()
 	if err := o.stream.CloseWrite(); err != nil {
@@ -174,9 +199,9 @@ func (o *stdioOutlet) stopping() {
 	}
 }
 
-func (o *stdioOutlet) stopped(ctx actor.Context) {
-	close(o.done)
-	ctx.Send(o.opts.server, &ended{id: ctx.Self().Id})
-}
+// Stopped implements transport.Transport: whoever waits for the client's
+// end hears of it.
+func (o *Transport) Stopped() { close(o.done) }
 
-func (o *stdioOutlet) touch() {}
+// Touch implements transport.Transport; stdio sessions do not expire.
+func (o *Transport) Touch() {}

@@ -1,4 +1,4 @@
-package actors
+package httptransport
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Stream is one SSE stream of an HTTP session: the messages its httpConn
+// Stream is one SSE stream of an HTTP session: the messages its session
 // actor produced for it, as numbered events in a bounded log. The actor is
 // the only writer and never blocks; an HTTP handler reads at its own pace.
 // A reader that reconnects with Last-Event-ID is given what it missed, as
