@@ -28,9 +28,10 @@ type inflight struct {
 
 // callTable is a session's calls in flight, by request id, with the
 // invokers that run them and the idle invokers kept for the next calls.
-// Its maps are made on first use (an idle session holds none) and dropped
-// again when they empty. The zero value is an empty table. It is the
-// session's alone: no locking.
+// Its maps are made on first use (a session that never calls holds none)
+// and then kept: dropping them when they empty would make them anew for
+// every call of a session that calls one at a time. The zero value is an
+// empty table. It is the session's alone: no locking.
 //
 // An answered or cancelled call may stay in the table until its invoker
 // has stopped (childEnded), so the client may reuse the id meanwhile: a
@@ -86,9 +87,6 @@ func (t *callTable) remove(id jsonrpc2.ID, pid *actor.PID) {
 	if c, ok := t.calls[id]; ok && c.pid.Equal(pid) {
 		delete(t.calls, id)
 	}
-	if len(t.calls) == 0 && len(t.byPID) == 0 {
-		t.calls, t.byPID = nil, nil
-	}
 }
 
 // invokerGone forgets a stopped invoker: from the idle ones, and the call
@@ -104,9 +102,6 @@ func (t *callTable) invokerGone(pid *actor.PID) (jsonrpc2.ID, *inflight, bool) {
 	delete(t.byPID, pid.Id)
 	if ok {
 		delete(t.calls, id)
-	}
-	if len(t.calls) == 0 && len(t.byPID) == 0 {
-		t.calls, t.byPID = nil, nil
 	}
 	return id, call, ok
 }

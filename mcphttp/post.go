@@ -159,9 +159,9 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *httptranspor
 		return
 	}
 	defer detach()
-	r, stop := untilSessionEnds(r, s)
+	ctx, stop := untilSessionEnds(r.Context(), s)
 	defer stop()
-	events, done, err := st.Read(r.Context(), 0, 0)
+	events, done, err := st.Read(ctx, 0, 0)
 	if err != nil {
 		// The client left before anything was ready (without an event id
 		// it cannot resume, so the stream need not be kept), or the
@@ -187,7 +187,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *httptranspor
 	if events[0].Final && (acceptJSON || !acceptSSE) || !acceptSSE {
 		final := lastFinal(events)
 		for final == nil && !done && err == nil {
-			events, done, err = st.Read(r.Context(), events[len(events)-1].Seq, 0)
+			events, done, err = st.Read(ctx, events[len(events)-1].Seq, 0)
 			final = lastFinal(events)
 		}
 		s.Delivered(st)
@@ -213,17 +213,17 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *httptranspor
 			w.Header().Set("Mcp-Session-Id", s.ID())
 		}
 	}
-	h.streamEvents(w, r, s, st, events, done)
+	h.streamEvents(w, ctx, s, st, events, done)
 }
 
-// untilSessionEnds returns r with a context that also ends when s does,
-// and the function that releases it. A request that reached a session just
-// as it ended went to no actor, and its stream will never complete; the
-// reader must not wait for it.
-func untilSessionEnds(r *http.Request, s *httptransport.Handle) (*http.Request, func()) {
-	ctx, cancel := context.WithCancel(r.Context())
+// untilSessionEnds returns a context that ends with parent (the request's)
+// or when s ends, and the function that releases it. A request that
+// reached a session just as it ended went to no actor, and its stream will
+// never complete; the reader must not wait for it.
+func untilSessionEnds(parent context.Context, s *httptransport.Handle) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
 	stop := s.AfterEnd(cancel) // no goroutine per request
-	return r.WithContext(ctx), func() { stop(); cancel() }
+	return ctx, func() { stop(); cancel() }
 }
 
 // unanswered ends a POST whose request will get no response: the client
@@ -258,12 +258,12 @@ func isErrorResponse(data []byte) bool {
 // JSON array (related notifications are not streamed for batches).
 func (h *Handler) answerBatch(w http.ResponseWriter, r *http.Request, s *httptransport.Handle, streams []*httptransport.Stream, rejected [][]byte) {
 	replies := rejected
-	r, stop := untilSessionEnds(r, s)
+	ctx, stop := untilSessionEnds(r.Context(), s)
 	defer stop()
 	for _, st := range streams {
 		var after uint64
 		for {
-			events, done, err := st.Read(r.Context(), after, 0)
+			events, done, err := st.Read(ctx, after, 0)
 			if err != nil {
 				select {
 				case <-s.Done():

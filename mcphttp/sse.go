@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,21 +48,21 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		return
 	}
 	defer detach()
-	r, stop := untilSessionEnds(r, s)
+	ctx, stop := untilSessionEnds(r.Context(), s)
 	defer stop()
-	events, done, err := st.Read(r.Context(), after, time.Millisecond)
-	if err != nil && !errors.Is(err, r.Context().Err()) {
+	events, done, err := st.Read(ctx, after, time.Millisecond)
+	if err != nil && !errors.Is(err, ctx.Err()) {
 		h.refuse(w, http.StatusGone, "the stream's events are no longer kept")
 		return
 	}
-	h.streamEvents(w, r, s, st, events, done)
+	h.streamEvents(w, ctx, s, st, events, done)
 }
 
 // streamEvents answers with text/event-stream: the events given, then
 // every later one until the stream ends, the client leaves, or the client
 // falls behind what the stream keeps. Idle streams get comment lines so
 // proxies and clients see the connection alive.
-func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, s *httptransport.Handle, st *httptransport.Stream,
+func (h *Handler) streamEvents(w http.ResponseWriter, ctx context.Context, s *httptransport.Handle, st *httptransport.Stream,
 	events []httptransport.Event, done bool) (answered bool) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -94,7 +95,7 @@ func (h *Handler) streamEvents(w http.ResponseWriter, r *http.Request, s *httptr
 			return false
 		}
 		var err error
-		events, done, err = st.Read(r.Context(), after, h.opts.KeepAlive)
+		events, done, err = st.Read(ctx, after, h.opts.KeepAlive)
 		if err != nil {
 			return false // the client left, or fell behind (it may resume from its last id)
 		}

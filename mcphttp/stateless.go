@@ -124,9 +124,9 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		return
 	}
 	defer detach()
-	r, stop := untilSessionEnds(r, s)
+	ctx, stop := untilSessionEnds(r.Context(), s)
 	defer stop()
-	events, done, err := st.Read(r.Context(), 0, 0)
+	events, done, err := st.Read(ctx, 0, 0)
 	if err != nil {
 		return // the client left before anything was ready: Close cancels the call
 	}
@@ -138,7 +138,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 	if events[0].Final && acceptJSON || !acceptSSE {
 		final := lastFinal(events)
 		for final == nil && !done && err == nil {
-			events, done, err = st.Read(r.Context(), events[len(events)-1].Seq, 0)
+			events, done, err = st.Read(ctx, events[len(events)-1].Seq, 0)
 			final = lastFinal(events)
 		}
 		if final == nil {
@@ -149,7 +149,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		answered = true
 		return
 	}
-	answered = h.streamEvents(w, r, s, st, events, done)
+	answered = h.streamEvents(w, ctx, s, st, events, done)
 }
 
 // statelessSession starts the hidden session that serves one 2026-07-28
