@@ -434,9 +434,9 @@ func accepts(r *http.Request) (json, sse bool) {
 		return true, true
 	}
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
+		for part := range strings.SplitSeq(v, ",") {
+			mt := mediaType(strings.TrimSpace(part))
+			if mt == "" {
 				continue
 			}
 			switch mt {
@@ -454,4 +454,19 @@ func accepts(r *http.Request) (json, sse bool) {
 		}
 	}
 	return json, sse
+}
+
+// mediaType is the media type of a header value (lower case, without
+// parameters), "" when it is malformed. The common plain values are
+// taken as they are; anything else goes through mime.ParseMediaType.
+func mediaType(v string) string {
+	switch v {
+	case "application/json", "text/event-stream", "*/*":
+		return v
+	}
+	mt, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return ""
+	}
+	return mt
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -25,7 +24,7 @@ type message struct {
 
 // post handles one POST: a message or (under 2025-03-26) a batch.
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if mediaType(r.Header.Get("Content-Type")) != "application/json" {
 		h.refuse(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
 	}
