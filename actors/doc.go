@@ -17,8 +17,8 @@
 //
 // A call costs a handful of messages: the request reaches the session
 // (from the stdio read loop, or from the HTTP front), the session hands it
-// to an idle invoker, the tool runs in a goroutine the invocation owns and
-// reports back, the invoker answers the session, which writes the answer
+// to an idle invoker, the tool runs in a goroutine the invocation owns,
+// which answers the session itself, and the session writes the answer
 // through its transport. No actor blocks inside Receive.
 //
 // Cancellation and deadlines stop actors: a cancelled call's invoker is

@@ -64,10 +64,20 @@ type invocation struct {
 	// gen tells this call's messages (the tool's return, its deadline)
 	// from those of an earlier call of the same invoker.
 	gen uint64
-	// cancel ends the tool's context: its programs are killed. running is
-	// set while the tool's goroutine has not returned.
-	cancel  context.CancelFunc
+	// cancel ends the tool's context: its programs are killed.
+	cancel context.CancelFunc
+	// phase is taken from phaseRunning to phaseOver once, by whichever
+	// ends a running call first: its tool's goroutine (which then answers
+	// the call itself), the deadline or a stop (the invoker). Before the
+	// run it is zero and only the invoker touches the call.
+	phase atomic.Int32
+	// running marks a call answered while its tool still unwinds (a
+	// deadline): its invoker is not reused.
 	running bool
+	// root, self and session send the call's answer from wherever it is
+	// made: the invoker, or the tool's goroutine.
+	root          *actor.RootContext
+	self, session *actor.PID
 	// claimed is taken once, by whichever comes first: the invoker as it
 	// starts the call, or the session as it cancels or ends a call whose
 	// startCall its invoker has not taken yet (a stop overtakes the
@@ -103,21 +113,18 @@ type callContext struct {
 	mrtr      *mrtrCall // the request's MRTR parts (stateless only)
 }
 
-// toolReturned carries the tool's return values from its goroutine to
-// the invoker.
+// toolReturned is what a tool returned: its goroutine answers the call
+// with it (toolReturned, the method).
 type toolReturned struct {
-	quiet
-	gen    uint64
 	result *protocol.CallToolResult
 	err    error
 }
 
-// toolPanicked carries a panic recovered in the tool's goroutine.
-type toolPanicked struct {
-	quiet
-	gen uint64
-	err *PanicError
-}
+// The phases of a call's run (invocation.phase).
+const (
+	phaseRunning int32 = iota + 1 // the tool runs
+	phaseOver                     // one of the tool's goroutine, the deadline, a stop ended it
+)
 
 // deadlineExpired fires when a call has run for its timeout.
 type deadlineExpired struct {
@@ -139,17 +146,6 @@ func (inv *invocation) receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *approvalDecided:
 		inv.approvalDecided(ctx, msg)
-	case *toolReturned:
-		if msg.gen == inv.gen {
-			inv.running = false
-			inv.toolReturned(ctx, msg)
-		}
-	case *toolPanicked:
-		if msg.gen == inv.gen {
-			inv.running = false
-			inv.logAt(slog.LevelError, "tool panicked", "panic", msg.err.Value, "stack", string(msg.err.Stack))
-			inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool}, "panic")
-		}
 	case *deadlineExpired:
 		if msg.gen == inv.gen {
 			inv.deadline(ctx)
@@ -166,6 +162,9 @@ func (inv *invocation) stopping(ctx actor.Context) {
 	if inv.timer != nil {
 		inv.timer.Stop()
 	}
+	if inv.phase.Load() != 0 && !inv.phase.CompareAndSwap(phaseRunning, phaseOver) {
+		return // the run's end was taken already: by its goroutine or the deadline, which answer and record it
+	}
 	if !inv.done {
 		// The session stopped the call: the client cancelled it, or the
 		// session ended. No response goes out (the spec says so for
@@ -177,11 +176,12 @@ func (inv *invocation) stopping(ctx actor.Context) {
 }
 
 func (inv *invocation) start(ctx actor.Context) {
+	inv.root, inv.self, inv.session = ctx.ActorSystem().Root, ctx.Self(), ctx.Parent()
 	inv.cid = newCorrelationID()
 	inv.started = time.Now()
 	entry, ok := inv.registry.Lookup(inv.tool)
 	if !ok {
-		inv.fail(ctx, &tools.Error{Kind: tools.KindNotFound,
+		inv.fail(&tools.Error{Kind: tools.KindNotFound,
 			Message: "unknown tool " + quote(inv.tool) + "; call tools/list for the available tools"}, "unknown_tool")
 		return
 	}
@@ -189,18 +189,18 @@ func (inv *invocation) start(ctx actor.Context) {
 	checked, err := entry.Check(inv.args) // one parse: the text for the tool, the value for the hash
 	if err != nil {
 		te, _ := tools.AsError(err)
-		inv.fail(ctx, te, string(te.Kind))
+		inv.fail(te, string(te.Kind))
 		return
 	}
 	args := checked.Raw
-	root := ctx.ActorSystem().Root
+	root := inv.root
 	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress, ClientMeta: inv.meta,
 		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
 		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}, Overrides: inv.call.overrides,
 		Rounds: inv.call.stateless}
 	if p, ok := tools.Implements[tools.Previewer](entry.Tool); ok {
 		if inv.preview, err = p.Preview(inv.req); err != nil {
-			inv.toolFailed(ctx, err)
+			inv.toolFailed(err)
 			return
 		}
 	}
@@ -219,7 +219,7 @@ func (inv *invocation) start(ctx actor.Context) {
 		return
 	case !inv.call.form:
 		inv.decided(approvalUnavailable, "the client cannot show approval forms")
-		inv.fail(ctx, gate.Refusal(spec, approvalUnavailable, "", inv.call.gate), approvalUnavailable)
+		inv.fail(gate.Refusal(spec, approvalUnavailable, "", inv.call.gate), approvalUnavailable)
 		return
 	default:
 		inv.ask(ctx, spec, args)
@@ -245,7 +245,7 @@ func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
 	}
 	inv.decided(d.outcome, d.detail)
 	if d.outcome != approvalApproved {
-		inv.fail(ctx, gate.Refusal(inv.entry.Spec(), d.outcome, d.detail, inv.call.gate), d.outcome)
+		inv.fail(gate.Refusal(inv.entry.Spec(), d.outcome, d.detail, inv.call.gate), d.outcome)
 		return
 	}
 	if d.session {
@@ -293,7 +293,8 @@ func (inv *invocation) run(ctx actor.Context) {
 	req, tool := inv.req, inv.entry.Tool
 	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, inv.gen
 	runCtx, cancel := context.WithCancel(context.Background())
-	inv.cancel, inv.running = cancel, true
+	inv.cancel = cancel
+	inv.phase.Store(phaseRunning)
 	inv.ran = time.Now()
 	inv.timer = time.AfterFunc(inv.limit, func() { root.Send(self, &deadlineExpired{gen: gen}) })
 	if inv.enabled(slog.LevelDebug) {
@@ -309,16 +310,27 @@ func (inv *invocation) run(ctx actor.Context) {
 	deps.pool.Schedule(func() {
 		defer deps.running.Done()
 		defer cancel()
-		if req.Output != nil {
-			defer req.Output.Close()
-		}
 		defer func() {
 			if r := recover(); r != nil {
-				root.Send(self, &toolPanicked{gen: gen, err: &PanicError{Value: r, Stack: debug.Stack()}})
+				if req.Output != nil {
+					req.Output.Close()
+				}
+				if inv.phase.CompareAndSwap(phaseRunning, phaseOver) {
+					inv.logAt(slog.LevelError, "tool panicked", "panic", r, "stack", string(debug.Stack()))
+					inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool}, "panic")
+				}
 			}
 		}()
 		res, err := tool.Call(runCtx, req)
-		root.Send(self, &toolReturned{gen: gen, result: res, err: err})
+		if req.Output != nil {
+			req.Output.Close() // its last bytes are in before the answer reads it
+		}
+		// The goroutine answers the call itself, unless the invoker did
+		// first (the deadline) or stopped it (a cancel): one hop less
+		// than reporting back to the invoker.
+		if inv.phase.CompareAndSwap(phaseRunning, phaseOver) {
+			inv.toolReturned(&toolReturned{result: res, err: err})
+		}
 	})
 }
 
@@ -332,53 +344,54 @@ func (inv *invocation) newOutput() (*spool.Output, error) {
 // deadline cancels the tool — which kills the call's processes — and
 // answers with what the call wrote so far.
 func (inv *invocation) deadline(ctx actor.Context) {
-	if inv.done {
-		return
+	if !inv.phase.CompareAndSwap(phaseRunning, phaseOver) {
+		return // the tool's goroutine answered first
 	}
+	inv.running = true // its tool still unwinds: the invoker is not reused
 	inv.cancel()
 	msg := fmt.Sprintf("%s did not finish within %s and was stopped.", inv.tool, inv.limit)
 	res := (&tools.Error{Kind: tools.KindDeadlineExceeded, Message: msg + excerpts(inv.req.Output)}).Result(inv.cid)
 	if s, ok := tools.Implements[tools.Stopper](inv.entry.Tool); ok {
 		res.StructuredContent = s.Stopped(inv.req.Output, time.Since(inv.ran))
 	}
-	inv.answer(ctx, res, string(tools.KindDeadlineExceeded))
+	inv.answer(res, string(tools.KindDeadlineExceeded))
 }
 
-func (inv *invocation) toolReturned(ctx actor.Context, msg *toolReturned) {
+func (inv *invocation) toolReturned(msg *toolReturned) {
 	var input *tools.InputRequired
 	switch {
 	case errors.As(msg.err, &input) && inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.sealer != nil:
-		inv.toolAsks(ctx, input)
+		inv.toolAsks(input)
 	case msg.err != nil:
-		inv.toolFailed(ctx, msg.err)
+		inv.toolFailed(msg.err)
 	case msg.result == nil:
 		inv.logAt(slog.LevelError, "tool returned neither result nor error")
-		inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: inv.tool + " returned no result"}, string(tools.KindInternal))
+		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: inv.tool + " returned no result"}, string(tools.KindInternal))
 	default:
-		inv.answer(ctx, msg.result, "ok")
+		inv.answer(msg.result, "ok")
 	}
 }
 
 // toolFailed answers with a tool's error: its own *tools.Error as is; any
 // other error as an internal failure whose detail (which may hold host
 // paths) stays in the log.
-func (inv *invocation) toolFailed(ctx actor.Context, err error) {
+func (inv *invocation) toolFailed(err error) {
 	if te, ok := tools.AsError(err); ok {
-		inv.fail(ctx, te, string(te.Kind))
+		inv.fail(te, string(te.Kind))
 		return
 	}
 	inv.logAt(slog.LevelError, "tool failed", "err", err)
-	inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: inv.tool + " failed; see the server log"}, string(tools.KindInternal))
+	inv.fail(&tools.Error{Kind: tools.KindInternal, Message: inv.tool + " failed; see the server log"}, string(tools.KindInternal))
 }
 
-func (inv *invocation) fail(ctx actor.Context, e *tools.Error, outcome string) {
-	inv.answer(ctx, e.Result(inv.cid), outcome)
+func (inv *invocation) fail(e *tools.Error, outcome string) {
+	inv.answer(e.Result(inv.cid), outcome)
 }
 
 // answer sends the call's one result to the session and stops the
 // invocation (and with it the approval or executor, if still running).
 // Output that did not fit the result is offered as resource links.
-func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult, outcome string) {
+func (inv *invocation) answer(result *protocol.CallToolResult, outcome string) {
 	if inv.done {
 		return
 	}
@@ -400,18 +413,18 @@ func (inv *invocation) answer(ctx actor.Context, result *protocol.CallToolResult
 		inv.logAt(level, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
 	}
 	inv.audit(outcome)
-	inv.finished(ctx, &callFinished{id: inv.id, from: ctx.Self(), result: result})
+	inv.finished(&callFinished{id: inv.id, from: inv.self, result: result})
 }
 
 // finished sends the call's one answer to the session. The invoker can
 // run another call at once unless this one's tool is still unwinding (a
 // deadline): then the session stops it.
-func (inv *invocation) finished(ctx actor.Context, msg *callFinished) {
+func (inv *invocation) finished(msg *callFinished) {
 	if inv.timer != nil {
 		inv.timer.Stop()
 	}
 	msg.reusable = !inv.running
-	ctx.Send(ctx.Parent(), msg)
+	inv.root.Send(inv.session, msg)
 }
 
 func (inv *invocation) output() *spool.Output {

@@ -83,7 +83,7 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 	m := inv.call.mrtr
 	if m == nil || m.sealer == nil {
 		inv.decided(approvalUnavailable, "no approval state sealer")
-		inv.fail(ctx, &tools.Error{Kind: tools.KindPermissionDenied, Message: spec.Name + " was not run: it needs a person's " +
+		inv.fail(&tools.Error{Kind: tools.KindPermissionDenied, Message: spec.Name + " was not run: it needs a person's " +
 			"approval, and this server cannot ask for one over protocol 2026-07-28. Connect with initialize " +
 			"(protocol 2025-11-25 or earlier) from a client that shows approval prompts."}, approvalUnavailable)
 		return
@@ -103,7 +103,7 @@ func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args j
 	m := inv.call.mrtr
 	refuse := func(detail string) {
 		inv.decided(approvalBadState, detail)
-		inv.answerOther(ctx, protocol.NewError(protocol.CodeInvalidParams,
+		inv.answerOther(protocol.NewError(protocol.CodeInvalidParams,
 			"invalid params: requestState: "+detail+"; "+spec.Name+" was not run. Call it again without requestState to be asked anew.", nil),
 			approvalBadState)
 	}
@@ -164,7 +164,7 @@ func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args j
 // sealed state that carries the tool's own, so the retry resumes the tool
 // without asking for approval again. A request for something the client
 // did not declare is -32021, as for approvals.
-func (inv *invocation) toolAsks(ctx actor.Context, ir *tools.InputRequired) {
+func (inv *invocation) toolAsks(ir *tools.InputRequired) {
 	m := inv.call.mrtr
 	spec := inv.entry.Spec()
 	for key, raw := range ir.Requests {
@@ -174,11 +174,11 @@ func (inv *invocation) toolAsks(ctx actor.Context, ir *tools.InputRequired) {
 		}
 		if json.Unmarshal(raw, &r) != nil {
 			inv.logAt(slog.LevelError, "a tool's input request is not a request object", "key", key)
-			inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: spec.Name + " asked a malformed question; see the server log"}, string(tools.KindInternal))
+			inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " asked a malformed question; see the server log"}, string(tools.KindInternal))
 			return
 		}
 		if what, ok := requiredCapability(r.Method, r.Params, m.caps); !ok {
-			inv.answerOther(ctx, protocol.NewError(protocol.CodeMissingCapability,
+			inv.answerOther(protocol.NewError(protocol.CodeMissingCapability,
 				"Server requires the "+what+" for this request: "+spec.Name+" asks the client a question",
 				map[string]any{"requiredCapabilities": capabilityObject(r.Method, r.Params)}), approvalUnavailable)
 			return
@@ -190,10 +190,10 @@ func (inv *invocation) toolAsks(ctx actor.Context, ir *tools.InputRequired) {
 		Offer:   approvalstate.Offer(approvalstate.Once), Payload: payload})
 	if err != nil {
 		inv.logAt(slog.LevelError, "sealing a tool's input state", "err", err)
-		inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: spec.Name + " needs input that cannot be asked for; see the server log"}, string(tools.KindInternal))
+		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " needs input that cannot be asked for; see the server log"}, string(tools.KindInternal))
 		return
 	}
-	inv.answerOther(ctx, map[string]any{"resultType": "input_required", "inputRequests": ir.Requests, "requestState": state}, approvalAsked)
+	inv.answerOther(map[string]any{"resultType": "input_required", "inputRequests": ir.Requests, "requestState": state}, approvalAsked)
 }
 
 // capabilityObject is the requiredCapabilities member of a -32021 error for
@@ -228,7 +228,7 @@ func parseKnownChoice(choice string) (approvalstate.Decision, bool) {
 func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.RawMessage, m *mrtrCall) {
 	if !m.caps.FormElicitation() {
 		inv.decided(approvalUnavailable, "the request did not declare the elicitation capability")
-		inv.answerOther(ctx, protocol.NewError(protocol.CodeMissingCapability,
+		inv.answerOther(protocol.NewError(protocol.CodeMissingCapability,
 			"Server requires the elicitation capability for this request: "+spec.Name+" needs a person's approval",
 			map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{}}}), approvalUnavailable)
 		return
@@ -238,14 +238,14 @@ func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.Ra
 		Binding: approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller}, Offer: offer})
 	if err != nil {
 		inv.logAt(slog.LevelError, "sealing an approval state", "err", err)
-		inv.fail(ctx, &tools.Error{Kind: tools.KindInternal, Message: "cannot ask for approval; see the server log"}, string(tools.KindInternal))
+		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "cannot ask for approval; see the server log"}, string(tools.KindInternal))
 		return
 	}
 	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
 		inv.call.version, inv.hash)
 	restrictForm(form, offer, spec.Name)
 	inv.decided(approvalAsked, "input_required with the choices "+offer.String())
-	inv.answerOther(ctx, map[string]any{
+	inv.answerOther(map[string]any{
 		"resultType": "input_required",
 		"inputRequests": map[string]any{approvalInputKey: map[string]any{
 			"method": protocol.MethodElicitationCreate, "params": form}},
@@ -301,12 +301,12 @@ func restrictForm(p *protocol.ElicitRequestParams, offer approvalstate.Offer, to
 // answerOther ends the call with an answer that is not a CallToolResult
 // (an input_required result, or a JSON-RPC error), logged and audited as
 // every call is.
-func (inv *invocation) answerOther(ctx actor.Context, other any, outcome string) {
+func (inv *invocation) answerOther(other any, outcome string) {
 	if inv.done {
 		return
 	}
 	inv.done = true
 	inv.logAt(slog.LevelInfo, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
 	inv.audit(outcome)
-	inv.finished(ctx, &callFinished{id: inv.id, from: ctx.Self(), other: other})
+	inv.finished(&callFinished{id: inv.id, from: inv.self, other: other})
 }
