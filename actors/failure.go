@@ -11,7 +11,7 @@ import (
 
 // PanicError is a recovered panic with the stack where it happened. It is
 // the failure reason supervisors see, whether the panic was in an actor's
-// Receive or in a goroutine an executor runs.
+// Receive or in a tool's goroutine.
 type PanicError struct {
 	Value any
 	Stack []byte

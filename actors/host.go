@@ -145,7 +145,7 @@ func (h *Host) Drain() {
 }
 
 // Close stops the actor tree and waits up to timeout for tool goroutines to
-// return (they were cancelled when their executors stopped). It reports
+// return (they were cancelled when their invokers stopped). It reports
 // whether everything ended in time. Later calls return the first's answer.
 func (h *Host) Close(timeout time.Duration) bool {
 	h.closeOnce.Do(func() { h.closedOK = h.close(timeout) })

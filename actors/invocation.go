@@ -267,7 +267,7 @@ func (inv *invocation) decided(outcome, detail string) {
 	}
 }
 
-// run starts the executor under the call's effective deadline: the
+// run starts the tool's goroutine under the call's effective deadline: the
 // client's, when it asked for one, but never longer than the tool's
 // ceiling (or the server's default).
 func (inv *invocation) run(ctx actor.Context) {
@@ -388,9 +388,9 @@ func (inv *invocation) fail(e *tools.Error, outcome string) {
 	inv.answer(e.Result(inv.cid), outcome)
 }
 
-// answer sends the call's one result to the session and stops the
-// invocation (and with it the approval or executor, if still running).
-// Output that did not fit the result is offered as resource links.
+// answer sends the call's one result (and its audit record) to the
+// session, from the invoker or the tool's goroutine, whichever ends the
+// call. Output that did not fit the result is offered as resource links.
 func (inv *invocation) answer(result *protocol.CallToolResult, outcome string) {
 	if inv.done {
 		return

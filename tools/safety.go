@@ -6,7 +6,7 @@ import (
 	"troupe/protocol"
 )
 
-// Safety is what troupe's gate and executor must know about a tool before
+// Safety is what troupe's gate and runtime must know about a tool before
 // running it: whether a person must approve each call, how its processes
 // are isolated, how long a call may run and whether its output streams.
 // The zero value describes a read-only, in-process tool that needs no

@@ -3,7 +3,7 @@
 //
 // A Tool is a Spec (what tools/list shows: name, schemas, annotations) and a
 // Call method. troupe validates arguments against the Spec's input schema
-// before Call runs, runs Call in an executor actor, and cancels Call's
+// before Call runs, runs Call in a goroutine its invocation owns, and cancels Call's
 // context when the client cancels or the deadline passes. A tool reports
 // failures it wants the model to see as *Error values with a Kind; any other
 // error is an internal failure whose details stay in the server log.

@@ -79,7 +79,7 @@ func (s *toolSet) run(ctx context.Context, req *tools.Request, spec turnSpec) (*
 	tr.c.close(false)
 	switch {
 	case ctx.Err() != nil:
-		return nil, ctx.Err() // the executor reports the cancellation
+		return nil, ctx.Err() // the invocation reports the cancellation
 	case turnCtx.Err() != nil:
 		return nil, tools.Errorf(tools.KindDeadlineExceeded, "%s: the Codex turn did not finish within %s%s",
 			spec.tool, s.timeout, tr.conversationNote())
