@@ -127,7 +127,6 @@ type session struct {
 	id          string
 	phase       phase
 	version     protocol.Version
-	client      protocol.Implementation
 	caps        protocol.ClientCapabilities
 	relay       relay     // which notices reach the client: log level, rate limit, progress (relay.go)
 	calls       callTable // calls in flight and the invokers that run them (calltable.go)
@@ -332,8 +331,9 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 			return
 		}
 	}
+	var client protocol.Implementation // used here only: an idle session keeps no copy
 	if p.ClientInfo != nil {
-		s.client = *p.ClientInfo
+		client = *p.ClientInfo
 	}
 	over, err := sessionOverrides(req.Params, s.opts.Overrides)
 	if err != nil {
@@ -343,9 +343,9 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 	s.overrides = over
 	s.version = protocol.Negotiate(p.ProtocolVersion)
 	s.phase = initialized
-	s.log = s.log.With("client", s.client.Name)
+	s.log = s.log.With("client", client.Name)
 	s.log.Info("session initialized", "requested", p.ProtocolVersion, "version", s.version,
-		"client_version", s.client.Version)
+		"client_version", client.Version)
 	if over != nil {
 		s.log.Info("session sets its own working directory and environment", "cwd", over.Cwd, "env", envNames(over))
 	}
@@ -366,7 +366,7 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 			Resources: &protocol.ResourcesCapability{},
 		},
 		ServerInfo:   info,
-		Instructions: instructionsFor(s.registry, s.client, s.opts.Instructions, s.opts.Gate),
+		Instructions: instructionsFor(s.registry, client, s.opts.Instructions, s.opts.Gate),
 	})
 }
 
