@@ -109,7 +109,7 @@ type invocationGone struct {
 // drainDeadline fires when a draining session's grace period is over.
 type drainDeadline struct{ quiet }
 
-type phase int
+type phase uint8
 
 const (
 	awaitingInitialize phase = iota
@@ -125,12 +125,13 @@ type session struct {
 	registry    *tools.Registry // the tools this session sees now; calls keep the one they started with
 	log         *slog.Logger
 	id          string
-	phase       phase
 	version     protocol.Version
 	caps        protocol.ClientCapabilities
 	relay       relay     // which notices reach the client: log level, rate limit, progress (relay.go)
 	calls       callTable // calls in flight and the invokers that run them (calltable.go)
+	phase       phase     // packed with the flags below: an idle session is one size class smaller
 	draining    bool
+	storeShared bool // store is the HTTP caller's, not the session's (stateless_store.go)
 	timer       *time.Timer
 	exec        *hostDeps
 	requests    clientRequests               // server-to-client requests awaiting answers (clientrequests.go)
@@ -138,7 +139,6 @@ type session struct {
 	out         transport.Transport          // where what the session sends goes (stdio, httptransport)
 	trusted     trustList                    // tools a person trusted for this session (trust.go)
 	store       *spool.Store                 // calls' full output; made on first call (outputStore)
-	storeShared bool                         // store is the HTTP caller's, not the session's (stateless_store.go)
 	overrides   *tools.Overrides             // the cwd and env this session set for itself; nil: none
 	current     *modernCall                  // the 2026-07-28 request being dispatched (stateless.go); nil else
 	subs        map[jsonrpc2.ID]subscription // open 2026-07-28 subscriptions/listen requests, by id
