@@ -11,8 +11,6 @@ import (
 // troupe command does: sandbox.New probes by re-executing the running
 // binary.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
-		os.Exit(sandbox.HelperMain(os.Args[1:]))
-	}
+	sandbox.RunHelperIfAsked() // the sandbox re-executes this binary as its helper
 	os.Exit(m.Run())
 }

@@ -332,3 +332,14 @@ func TempRoot(tempDir string) string {
 	}
 	return filepath.Join(tempDir, fmt.Sprintf("troupe-%d", os.Getuid()))
 }
+
+// RunHelperIfAsked makes the running binary the sandbox's helper when it
+// was started as one (its first argument is HelperArg): it runs HelperMain
+// and exits with its result, and returns otherwise. Binaries that let the
+// sandbox re-execute them as the helper (troupe's command, test binaries)
+// call it first thing in main or TestMain.
+func RunHelperIfAsked() {
+	if len(os.Args) > 1 && os.Args[1] == HelperArg {
+		os.Exit(HelperMain(os.Args[1:]))
+	}
+}

@@ -31,11 +31,9 @@ import (
 var version = ""
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
-		// troupe re-executed as its own sandbox helper: set up the
-		// isolation, then become the program (see package sandbox).
-		os.Exit(sandbox.HelperMain(os.Args[1:]))
-	}
+	// troupe re-executed as its own sandbox helper: set up the isolation,
+	// then become the program (see package sandbox).
+	sandbox.RunHelperIfAsked()
 	// protoactor's process registry is 1,024 buckets, each a
 	// concurrent-map of SHARD_COUNT locked maps: 32,768 maps by default,
 	// 8.5 MB and 8-16 ms of every start (most of start to initialize). The

@@ -13,9 +13,7 @@ import (
 // TestMain lets the test binary play troupe's sandbox helper, as main
 // does: sandbox.New probes by re-executing the running binary.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
-		os.Exit(sandbox.HelperMain(os.Args[1:]))
-	}
+	sandbox.RunHelperIfAsked() // the sandbox re-executes this binary as its helper
 	os.Exit(m.Run())
 }
 

@@ -27,11 +27,7 @@ import (
 const helperVar = "COMMAND_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	// The sandbox re-executes this binary as its helper (see
-	// sandbox.HelperMain), as troupe's main does.
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
-		os.Exit(sandbox.HelperMain(os.Args[1:]))
-	}
+	sandbox.RunHelperIfAsked() // the sandbox re-executes this binary as its helper
 	if os.Getenv(helperVar) != "" {
 		helperMain()
 		return

@@ -16,9 +16,7 @@ import (
 // that confines rg re-executes it (see sandbox.HelperMain), as it does
 // troupe's own binary, when the standalone helper cannot be built.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
-		os.Exit(sandbox.HelperMain(os.Args[1:]))
-	}
+	sandbox.RunHelperIfAsked() // the sandbox re-executes this binary as its helper
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		if helper.dir != "" {
 			os.RemoveAll(helper.dir)
