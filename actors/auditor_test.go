@@ -7,19 +7,14 @@ import (
 	"time"
 
 	"troupe/audit"
+	"troupe/tools"
 )
 
 // TestAuditBatchesABurst sends a burst of calls at once: the auditor
 // group-commits them, and every call still has its record, chained in the
 // order the calls finished.
 func TestAuditBatchesABurst(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	log, err := audit.Open(path, audit.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	c := newClient(t, Options{Audit: log, Session: SessionOptions{MaxInFlight: 1000}}, echoTool())
+	c, path := auditedClient(t, echoTool())
 	c.initialize("2025-06-18")
 	const calls = 300
 	for i := range calls {
@@ -40,13 +35,7 @@ func TestAuditBatchesABurst(t *testing.T) {
 // so some are cancelled before their invoker took them and some while they
 // run: each still has exactly one record.
 func TestCancelledCallsAreAuditedOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	log, err := audit.Open(path, audit.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	c := newClient(t, Options{Audit: log, Session: SessionOptions{MaxInFlight: 1000}}, blockTool(nil, nil))
+	c, path := auditedClient(t, blockTool(nil, nil))
 	c.initialize("2025-06-18")
 	const calls = 200
 	for i := range calls {
@@ -75,4 +64,17 @@ func verifyAudit(t *testing.T, path string, want int) {
 	if n, err := audit.Verify(f); err != nil || n != want {
 		t.Fatalf("verify: %d records, %v; want %d", n, err, want)
 	}
+}
+
+// auditedClient is a client of a Host serving tool with an audit log at
+// the returned path (closed when the test ends).
+func auditedClient(t *testing.T, tool tools.Tool) (*client, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path, audit.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	return newClient(t, Options{Audit: log, Session: SessionOptions{MaxInFlight: 1000}}, tool), path
 }

@@ -38,9 +38,7 @@ type hostDeps struct {
 type hostOptions struct {
 	session      SessionOptions
 	maxLineBytes int
-	grace        time.Duration
 	exec         *hostDeps
 	http         HTTPOptions
 	httpLimits   httptransport.Limits // http, as the HTTP transport reads it
-	server       *actor.PID           // set by the server as it starts; sessions report their end to it
 }

@@ -90,7 +90,7 @@ func NewHost(o Options) *Host {
 	httpOpts := o.HTTP.withDefaults()
 	callers := newCallerStores(o.Session.SpoolDir, o.Session.Spool, httpOpts.IdleTimeout, log)
 	o.Session.callers = callers
-	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes, grace: o.Grace,
+	opts := &hostOptions{session: o.Session, maxLineBytes: o.MaxLineBytes,
 		exec: newHostDeps(secrets, o.deliveries), http: httpOpts,
 		httpLimits: httptransport.Limits{IdleTimeout: httpOpts.IdleTimeout, StreamEvents: httpOpts.StreamEvents, StreamBytes: httpOpts.StreamBytes}}
 	opts.exec.grace = o.Grace
@@ -141,7 +141,7 @@ func (h *Host) SetRegistry(reg *tools.Registry) {
 
 // Drain starts a graceful shutdown of every connection.
 func (h *Host) Drain() {
-	h.system.Root.Send(h.server, &Drain{Grace: h.opts.grace})
+	h.system.Root.Send(h.server, &Drain{Grace: h.opts.exec.grace})
 }
 
 // Close stops the actor tree and waits up to timeout for tool goroutines to

@@ -113,13 +113,6 @@ type callContext struct {
 	mrtr      *mrtrCall // the request's MRTR parts (stateless only)
 }
 
-// toolReturned is what a tool returned: its goroutine answers the call
-// with it (toolReturned, the method).
-type toolReturned struct {
-	result *protocol.CallToolResult
-	err    error
-}
-
 // The phases of a call's run (invocation.phase).
 const (
 	phaseRunning int32 = iota + 1 // the tool runs
@@ -329,7 +322,7 @@ func (inv *invocation) run(ctx actor.Context) {
 		// first (the deadline) or stopped it (a cancel): one hop less
 		// than reporting back to the invoker.
 		if inv.phase.CompareAndSwap(phaseRunning, phaseOver) {
-			inv.toolReturned(&toolReturned{result: res, err: err})
+			inv.toolReturned(res, err)
 		}
 	})
 }
@@ -357,18 +350,19 @@ func (inv *invocation) deadline(ctx actor.Context) {
 	inv.answer(res, string(tools.KindDeadlineExceeded))
 }
 
-func (inv *invocation) toolReturned(msg *toolReturned) {
+// toolReturned answers the call with what its tool returned.
+func (inv *invocation) toolReturned(result *protocol.CallToolResult, err error) {
 	var input *tools.InputRequired
 	switch {
-	case errors.As(msg.err, &input) && inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.sealer != nil:
+	case errors.As(err, &input) && inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.sealer != nil:
 		inv.toolAsks(input)
-	case msg.err != nil:
-		inv.toolFailed(msg.err)
-	case msg.result == nil:
+	case err != nil:
+		inv.toolFailed(err)
+	case result == nil:
 		inv.logAt(slog.LevelError, "tool returned neither result nor error")
 		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: inv.tool + " returned no result"}, string(tools.KindInternal))
 	default:
-		inv.answer(msg.result, "ok")
+		inv.answer(result, "ok")
 	}
 }
 

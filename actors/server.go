@@ -73,7 +73,6 @@ func (s *server) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.live = map[string]*actor.PID{}
-		s.opts.server = ctx.Self()
 		s.opts.exec.server = ctx.Self()
 		opts := s.opts.session.withDefaults()
 		s.session = &opts

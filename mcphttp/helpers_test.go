@@ -438,3 +438,14 @@ func blockTool(started, cancelled chan<- struct{}, release <-chan struct{}) tool
 		}
 	}}
 }
+
+// len is how many sessions are pooled (tests ask).
+func (p *sessionPool) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, list := range p.idle {
+		n += len(list)
+	}
+	return n
+}

@@ -71,14 +71,3 @@ func (p *sessionPool) drop() {
 		}
 	}
 }
-
-// len is how many sessions are pooled.
-func (p *sessionPool) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, list := range p.idle {
-		n += len(list)
-	}
-	return n
-}

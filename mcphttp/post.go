@@ -184,11 +184,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *httptranspor
 		return
 	}
 	if events[0].Final && (acceptJSON || !acceptSSE) || !acceptSSE {
-		final := lastFinal(events)
-		for final == nil && !done && err == nil {
-			events, done, err = st.Read(ctx, events[len(events)-1].Seq, 0)
-			final = lastFinal(events)
-		}
+		final := awaitFinal(ctx, st, events, done)
 		s.Delivered(st)
 		if final == nil {
 			h.unanswered(w, st)
@@ -291,4 +287,17 @@ func (h *Handler) answerBatch(w http.ResponseWriter, r *http.Request, s *httptra
 		return
 	}
 	writeJSON(w, http.StatusOK, append(append([]byte{'['}, bytes.Join(replies, []byte{','})...), ']'))
+}
+
+// awaitFinal reads st on from events (its first read) until the final
+// event, the answer of a JSON response; nil when the stream ended without
+// one or ctx did (the client left, or the session ended).
+func awaitFinal(ctx context.Context, st *httptransport.Stream, events []httptransport.Event, done bool) *httptransport.Event {
+	final := lastFinal(events)
+	var err error
+	for final == nil && !done && err == nil {
+		events, done, err = st.Read(ctx, events[len(events)-1].Seq, 0)
+		final = lastFinal(events)
+	}
+	return final
 }

@@ -136,11 +136,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		return
 	}
 	if events[0].Final && acceptJSON || !acceptSSE {
-		final := lastFinal(events)
-		for final == nil && !done && err == nil {
-			events, done, err = st.Read(ctx, events[len(events)-1].Seq, 0)
-			final = lastFinal(events)
-		}
+		final := awaitFinal(ctx, st, events, done)
 		if final == nil {
 			return // the client left (Close cancels), or the server stopped the call
 		}

@@ -460,21 +460,19 @@ func callParams(name string, args json.RawMessage, token string, meta json.RawMe
 		}
 	}
 	maps.Copy(members, extra)
-	{
-		for _, k := range slices.Sorted(maps.Keys(members)) {
-			if k == "progressToken" {
-				continue // troupe's own token identifies the call downstream
-			}
-			var v bytes.Buffer
-			if err := json.Compact(&v, members[k]); err != nil {
-				return nil, fmt.Errorf("_meta member %q: %w", k, err)
-			}
-			key, _ := json.Marshal(k)
-			b = append(b, ',')
-			b = append(b, key...)
-			b = append(b, ':')
-			b = append(b, v.Bytes()...)
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		if k == "progressToken" {
+			continue // troupe's own token identifies the call downstream
 		}
+		var v bytes.Buffer
+		if err := json.Compact(&v, members[k]); err != nil {
+			return nil, fmt.Errorf("_meta member %q: %w", k, err)
+		}
+		key, _ := json.Marshal(k)
+		b = append(b, ',')
+		b = append(b, key...)
+		b = append(b, ':')
+		b = append(b, v.Bytes()...)
 	}
 	return append(b, "}}"...), nil
 }
