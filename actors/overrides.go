@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -114,30 +113,19 @@ func sessionOverrides(params *json.RawMessage, p OverridePolicy) (*tools.Overrid
 }
 
 // sessionDir resolves a session's working directory to a clean path
-// relative to the workspace, through the workspace's os.Root: "..",
-// absolute paths elsewhere and symlinks that lead out are refused.
+// relative to the workspace: "..", absolute paths elsewhere, symlinks that
+// lead out and anything that is not a directory are refused, in the words
+// the command tools use when they check it again for a call.
 func sessionDir(ws *workspace.Root, p string) (string, error) {
 	if ws == nil {
 		return "", errors.New("cannot be used: the server has no workspace")
 	}
-	rel, err := ws.Rel(p)
-	if err == nil {
-		var fi fs.FileInfo
-		if fi, err = ws.Root().Stat(rel); err == nil && !fi.IsDir() {
-			return "", errors.New("is not a directory in the workspace")
-		}
+	host, err := ws.WorkDir(p)
+	if err != nil {
+		_, reason := workspace.DirProblem(err)
+		return "", errors.New(reason)
 	}
-	switch {
-	case err == nil:
-		return rel, nil
-	case workspace.IsOutside(err):
-		return "", errors.New("is outside the workspace; it must be a directory inside it")
-	case errors.Is(err, fs.ErrNotExist):
-		return "", errors.New("is not a directory in the workspace")
-	case errors.Is(err, workspace.ErrInvalidPath):
-		return "", errors.New("is not a valid path")
-	}
-	return "", errors.New("cannot be used as a working directory")
+	return ws.RelOf(host), nil
 }
 
 // sessionMeta is the tools/list _meta member that tells the client what

@@ -239,39 +239,22 @@ func Message(c Call, hash string) string {
 }
 
 // shownArguments renders the arguments with secret-named members and
-// known secret values masked, cut to maxShownArguments.
+// known secret values masked, cut to maxShownArguments. It renders the
+// value the registry already decoded when there is one (no second parse).
 func shownArguments(c Call) string {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(c.Arguments))
-	dec.UseNumber()
-	if !json.Valid(c.Arguments) || dec.Decode(&v) != nil || v == nil {
-		return "{}"
+	var v any = c.Decoded
+	if c.Decoded == nil {
+		dec := json.NewDecoder(bytes.NewReader(c.Arguments))
+		dec.UseNumber()
+		if !json.Valid(c.Arguments) || dec.Decode(&v) != nil || v == nil {
+			return "{}"
+		}
 	}
-	text := shownJSON(maskSecretMembers(v), masker(c.Secrets))
+	text := shownJSON(v, masker(c.Secrets))
 	if len(text) > maxShownArguments {
 		text = text[:tools.UTF8Cut([]byte(text), maxShownArguments)] + fmt.Sprintf(" … (%d bytes in all)", len(text))
 	}
 	return text
-}
-
-// maskSecretMembers replaces the values of object members whose names
-// say they are secrets (token, password, api_key, ...).
-func maskSecretMembers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if redact.IsSecretKey(k) {
-				x[k] = redact.Mask
-			} else {
-				x[k] = maskSecretMembers(val)
-			}
-		}
-	case []any:
-		for i := range x {
-			x[i] = maskSecretMembers(x[i])
-		}
-	}
-	return v
 }
 
 // masker masks r's secret values in one string (identity for nil r).

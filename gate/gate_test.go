@@ -75,6 +75,26 @@ func TestPromptMasksSecrets(t *testing.T) {
 	}
 }
 
+// TestPromptMasksDecodedArgumentsWithoutChangingThem: the form renders the
+// arguments the registry decoded, masks secret-named members at any depth,
+// and leaves the decoded value (which the tool runs with) as it was.
+func TestPromptMasksDecodedArgumentsWithoutChangingThem(t *testing.T) {
+	decoded := map[string]any{"url": "https://x", "auth": map[string]any{"password": "hunter22"}, "list": []any{map[string]any{"api_key": "k-123456"}}}
+	c := gate.Call{Spec: tools.Spec{Name: "http.get"}, Arguments: json.RawMessage(`{"ignored":"because Decoded is set"}`), Decoded: decoded}
+	p := gate.Form(c, protocol.V20250618, gate.Hash(c))
+	for _, leak := range []string{"hunter22", "k-123456", "ignored"} {
+		if strings.Contains(p.Message, leak) {
+			t.Errorf("prompt shows %q:\n%s", leak, p.Message)
+		}
+	}
+	if !strings.Contains(p.Message, `"url":"https://x"`) {
+		t.Errorf("prompt lacks the url:\n%s", p.Message)
+	}
+	if decoded["auth"].(map[string]any)["password"] != "hunter22" || decoded["list"].([]any)[0].(map[string]any)["api_key"] != "k-123456" {
+		t.Fatalf("the form changed the decoded arguments: %v", decoded)
+	}
+}
+
 func TestRefusalSaysHowToAllow(t *testing.T) {
 	e := gate.Refusal(tools.Spec{Name: "git.push"}, "unavailable", "", gate.Policy{})
 	if e.Kind != tools.KindPermissionDenied || !strings.Contains(e.Message, `approvals.trust = ["git.push"]`) {

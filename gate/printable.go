@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"troupe/redact"
 )
 
 // Printable returns s as it may be shown to the person deciding whether a
@@ -93,7 +95,9 @@ func appendEscaped(b []byte, s string, quoting bool) []byte {
 
 // shownJSON renders a decoded JSON value (decoded with UseNumber) for a
 // person: compact JSON with object members sorted, every string (member
-// names too) passed through mask and then quoted. Unlike encoding/json it
+// names too) passed through mask and then quoted, and the values of
+// members named like secrets replaced by redact.Mask. It never changes v,
+// which may be the value the tool is about to run with. Unlike encoding/json it
 // leaves <, > and & alone, which commands are full of.
 func shownJSON(v any, mask func(string) string) string {
 	var b bytes.Buffer
@@ -116,6 +120,12 @@ func writeShown(b *bytes.Buffer, v any, mask func(string) string) {
 			}
 			b.WriteString(quoted(mask(k)))
 			b.WriteByte(':')
+			if redact.IsSecretKey(k) {
+				// A member named like a secret (token, password, ...)
+				// is never shown, whatever its value.
+				b.WriteString(quoted(redact.Mask))
+				continue
+			}
 			writeShown(b, x[k], mask)
 		}
 		b.WriteByte('}')

@@ -31,6 +31,15 @@
 // quote only the path as the client wrote it: the underlying errors name
 // host paths, which are never shown.
 //
+// # Working directories
+//
+// Tools that start programs need a host path, not a handle: [Dirs] (which
+// a Root embeds, and [ResolveDirs] gives without opening anything) resolves
+// a working directory with [Dirs.WorkDir], refusing escapes as written and
+// through symlinks, and [DirProblem] words its refusals. Session settings
+// and the command tools use it, so a working directory is refused the same
+// way wherever it is given.
+//
 // This package confines the server's own file access. Programs a tool runs
 // are confined by package sandbox, which is given [Root.Dir] as the
 // directory they may write.

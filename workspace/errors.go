@@ -18,6 +18,10 @@ var ErrOutside = errors.New("path is outside the workspace")
 // ErrInvalidPath is returned for paths that are not paths at all (NUL bytes).
 var ErrInvalidPath = errors.New("invalid path")
 
+// ErrNotDir is WorkDir's refusal of a path that exists but is not a
+// directory.
+var ErrNotDir = errors.New("not a directory")
+
 // IsOutside reports whether err (from Rel or from an operation on Root)
 // means the path leaves the workspace.
 func IsOutside(err error) bool {
@@ -31,6 +35,27 @@ func IsOutside(err error) bool {
 		return strings.Contains(pe.Err.Error(), "path escapes from parent")
 	}
 	return false
+}
+
+// DirProblem says in words why p cannot be a working directory, from
+// WorkDir's (or Rel's) error, with the kind of tool error it is. The
+// reason reads after the quoted path ("%q " + reason) and names no host
+// path. Tools and session settings word their refusals with it, so a
+// working directory is refused the same way wherever it is given.
+func DirProblem(err error) (tools.Kind, string) {
+	switch {
+	case errors.Is(err, ErrInvalidPath):
+		return tools.KindInvalidArgument, "is not a valid path: it contains a NUL byte"
+	case IsOutside(err):
+		return tools.KindPermissionDenied, "is outside the workspace; it must be a directory inside it"
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, ErrNotDir), errors.Is(err, syscall.ENOTDIR):
+		return tools.KindNotFound, "is not a directory in the workspace"
+	case errors.Is(err, fs.ErrPermission):
+		return tools.KindPermissionDenied, "cannot be entered: permission denied"
+	case errors.Is(err, syscall.ELOOP):
+		return tools.KindInvalidArgument, "has too many levels of symbolic links"
+	}
+	return tools.KindInvalidArgument, "cannot be used as a working directory"
 }
 
 // Access is what a tool was doing with a path when it failed, so that

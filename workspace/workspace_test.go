@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -81,5 +82,50 @@ func TestOpenErrors(t *testing.T) {
 			ws.Close()
 			t.Errorf("Open(%q) succeeded", d)
 		}
+	}
+}
+
+// TestWorkDir: a working directory resolves to its host path inside the
+// workspace; escapes written or through a symlink, files and missing
+// directories are refused, each with its reason.
+func TestWorkDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "ws")
+	for _, d := range []string{filepath.Join(dir, "sub", "deep"), filepath.Join(root, "elsewhere")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"out": "../elsewhere", "in": "sub/deep"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := ResolveDirs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{"": ".", "sub": "sub", "in": "sub/deep", filepath.Join(dir, "sub/deep"): "sub/deep"} {
+		host, err := d.WorkDir(in)
+		if err != nil || d.RelOf(host) != want {
+			t.Errorf("WorkDir(%q) = %q (%q), %v; want %q", in, host, d.RelOf(host), err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"../elsewhere": "is outside the workspace", "out": "is outside the workspace", "/etc": "is outside the workspace",
+		"file": "is not a directory", "missing": "is not a directory", "file/x": "is not a directory",
+		"a\x00b": "is not a valid path",
+	} {
+		_, err := d.WorkDir(in)
+		_, reason := DirProblem(err)
+		if err == nil || !strings.HasPrefix(reason, want) {
+			t.Errorf("WorkDir(%q): %v (%q), want %q", in, err, reason, want)
+		}
+	}
+	if got := d.RelOf(filepath.Join(root, "elsewhere")); got != "." {
+		t.Errorf("RelOf outside = %q, want .", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"troupe/sandbox"
 	"troupe/spool"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // DefaultTimeout is a call's time limit when Definition.Timeout is zero.
@@ -100,8 +101,7 @@ type commandTool struct {
 	args    []argTemplate
 	output  *jsonschema.Schema // nil without an output schema
 	base    map[string]string  // the baseline env, taken when the tool was built
-	wsAbs   string             // the workspace as configured, made absolute
-	wsReal  string             // the same with symlinks resolved
+	ws      workspace.Dirs     // every working directory lies in it
 	timeout time.Duration
 	grace   time.Duration
 	profile sandbox.Profile
@@ -112,8 +112,8 @@ type commandTool struct {
 // that does not exist or cannot be found on PATH, a placeholder that names
 // no property of the input schema, a schema that does not compile, a
 // working directory outside the workspace, or an invalid env variable.
-func New(def Definition, workspace string) (tools.Tool, error) {
-	t, err := build(def, workspace)
+func New(def Definition, dir string) (tools.Tool, error) {
+	t, err := build(def, dir)
 	if err != nil {
 		if def.Name == "" {
 			return nil, fmt.Errorf("command tool: %w", err)
@@ -123,7 +123,7 @@ func New(def Definition, workspace string) (tools.Tool, error) {
 	return t, nil
 }
 
-func build(def Definition, workspace string) (*commandTool, error) {
+func build(def Definition, dir string) (*commandTool, error) {
 	if !supported {
 		return nil, errors.New("command tools are supported on Linux only")
 	}
@@ -145,12 +145,13 @@ func build(def Definition, workspace string) (*commandTool, error) {
 		return nil, errors.New("timeout and kill grace must not be negative")
 	}
 
-	if t.wsAbs, t.wsReal, err = workspaceDir(workspace); err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+	if t.ws, err = workspace.ResolveDirs(dir); err != nil {
+		return nil, err
 	}
 	if def.Cwd != "" {
-		if _, err := resolveDir(t.wsAbs, t.wsReal, def.Cwd); errors.Is(err, errOutside) || errors.Is(err, errNotDir) {
-			return nil, fmt.Errorf("cwd %q: %w", def.Cwd, err)
+		if _, err := t.ws.WorkDir(def.Cwd); workspace.IsOutside(err) || errors.Is(err, workspace.ErrNotDir) || errors.Is(err, workspace.ErrInvalidPath) {
+			_, reason := workspace.DirProblem(err)
+			return nil, fmt.Errorf("cwd %q %s", def.Cwd, reason)
 		}
 		// A directory that does not exist yet may be created before the
 		// first call; the call checks again.
@@ -328,7 +329,7 @@ func (t *commandTool) Preview(req *tools.Request) (*tools.Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tools.Preview{Cwd: relDir(t.wsReal, p.dir), Env: mergeEnv(t.def.Env, p.session),
+	return &tools.Preview{Cwd: t.ws.RelOf(p.dir), Env: mergeEnv(t.def.Env, p.session),
 		Command: append([]string{t.def.Command}, p.argv...)}, nil
 }
 
@@ -346,7 +347,7 @@ func (t *commandTool) Call(ctx context.Context, req *tools.Request) (*protocol.C
 		tool: t.def.Name, command: t.def.Command, argv: p.argv, dir: p.dir, env: p.env,
 		secretEnv: []map[string]string{t.def.Env, p.session}, stdin: p.raw,
 		timeout: t.timeout, grace: t.grace, streaming: t.def.Streaming,
-		sandbox: t.def.Sandbox, policy: sandbox.Policy{Profile: t.profile, Workspace: t.wsReal,
+		sandbox: t.def.Sandbox, policy: sandbox.Policy{Profile: t.profile, Workspace: t.ws.Dir(),
 			AllowNetwork: t.def.AllowNetwork, Limits: t.def.Limits},
 		finish: func(res *runResult, out *spool.Output, redact func(string) string) (*protocol.CallToolResult, error) {
 			return t.result(res, out, redact)
@@ -507,9 +508,9 @@ func (t *commandTool) workDir(sessionCwd string) (string, error) {
 		p, from = t.def.Cwd, "configured"
 	}
 	if p == "" {
-		return t.wsReal, nil
+		return t.ws.Dir(), nil
 	}
-	dir, err := resolveDir(t.wsAbs, t.wsReal, p)
+	dir, err := t.ws.WorkDir(p)
 	if err != nil {
 		return "", dirError(t.def.Name, p, from, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // defaultPath is the baseline PATH when the server runs without one.
@@ -112,106 +113,10 @@ func checkExecutable(p string) error {
 	return nil
 }
 
-// workspaceDir resolves the workspace to an absolute directory path with
-// symlinks resolved; every working directory is checked against it.
-func workspaceDir(workspace string) (abs, real string, err error) {
-	if workspace == "" {
-		return "", "", errors.New("no workspace directory given")
-	}
-	abs, err = filepath.Abs(workspace)
-	if err != nil {
-		return "", "", err
-	}
-	real, err = filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", "", err
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", "", err
-	}
-	if !fi.IsDir() {
-		return "", "", fmt.Errorf("%s is not a directory", workspace)
-	}
-	return abs, real, nil
-}
-
-// within reports whether target is base or lies under it (both clean and
-// absolute).
-func within(base, target string) bool {
-	rel, err := filepath.Rel(base, target)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// Reasons resolveDir refuses a directory.
-var (
-	errOutside = errors.New("outside the workspace")
-	errNotDir  = errors.New("not a directory")
-)
-
-// resolveDir turns a configured or session working directory into a host
-// path inside the workspace (wsAbs as configured, wsReal with symlinks
-// resolved). Relative paths start at the workspace; absolute ones must
-// lie in it. The path is checked twice: as written (so "../x" is refused
-// even when it does not exist) and with every symlink resolved (so a link
-// that leads out is refused too).
-func resolveDir(wsAbs, wsReal, p string) (string, error) {
-	if strings.IndexByte(p, 0) >= 0 {
-		return "", errors.New("contains a NUL character")
-	}
-	var abs string
-	if filepath.IsAbs(p) {
-		abs = filepath.Clean(p)
-		if !within(wsAbs, abs) && !within(wsReal, abs) {
-			return "", errOutside
-		}
-	} else {
-		abs = filepath.Join(wsReal, p)
-		if !within(wsReal, abs) {
-			return "", errOutside
-		}
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
-	}
-	if !within(wsReal, real) {
-		return "", errOutside
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", errNotDir
-	}
-	return real, nil
-}
-
-// dirError maps resolveDir's failure for a call to the error the model
+// dirError maps Dirs.WorkDir's failure for a call to the error the model
 // sees. It quotes the path as the session or the config wrote it, never
 // the host path it resolved to.
 func dirError(tool, p, from string, err error) error {
-	switch {
-	case errors.Is(err, errOutside):
-		return tools.Errorf(tools.KindPermissionDenied,
-			"%s: working directory %q (%s) is outside the workspace; it must lie inside it", tool, p, from)
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotDir):
-		return tools.Errorf(tools.KindNotFound,
-			"%s: working directory %q (%s) is not a directory in the workspace", tool, p, from)
-	case errors.Is(err, fs.ErrPermission):
-		return tools.Errorf(tools.KindPermissionDenied,
-			"%s: working directory %q (%s) cannot be entered: permission denied", tool, p, from)
-	}
-	return tools.Errorf(tools.KindInvalidArgument, "%s: working directory %q (%s) cannot be used", tool, p, from)
-}
-
-// relDir is dir relative to the workspace, slash-separated ("." for the
-// root), for prompts and audit records: never a host path.
-func relDir(wsReal, dir string) string {
-	rel, err := filepath.Rel(wsReal, dir)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "."
-	}
-	return filepath.ToSlash(rel)
+	kind, reason := workspace.DirProblem(err)
+	return tools.Errorf(kind, "%s: working directory %q (%s) %s", tool, p, from, reason)
 }

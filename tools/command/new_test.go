@@ -59,9 +59,9 @@ func TestNewRejectsBadDefinitions(t *testing.T) {
 		{"negative timeout", func(d *command.Definition) { d.Timeout = -time.Second }, "must not be negative"},
 		{"env name", func(d *command.Definition) { d.Env = map[string]string{"A=B": "x"} }, `env: environment variable name "A=B" is not valid`},
 		{"env value", func(d *command.Definition) { d.Env = map[string]string{"A": "x\x00"} }, "env: environment variable A contains a NUL"},
-		{"cwd escapes", func(d *command.Definition) { d.Cwd = "../x" }, `cwd "../x": outside the workspace`},
+		{"cwd escapes", func(d *command.Definition) { d.Cwd = "../x" }, `cwd "../x" is outside the workspace`},
 		{"cwd absolute outside", func(d *command.Definition) { d.Cwd = outside }, "outside the workspace"},
-		{"cwd through a symlink", func(d *command.Definition) { d.Cwd = "link-out" }, `cwd "link-out": outside the workspace`},
+		{"cwd through a symlink", func(d *command.Definition) { d.Cwd = "link-out" }, `cwd "link-out" is outside the workspace`},
 		{"cwd a file", func(d *command.Definition) { d.Cwd = "file.txt" }, "not a directory"},
 	} {
 		d := ok()
@@ -71,7 +71,7 @@ func TestNewRejectsBadDefinitions(t *testing.T) {
 			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
 		}
 	}
-	if _, err := command.New(ok(), filepath.Join(ws, "missing")); err == nil || !strings.Contains(err.Error(), `command tool "lint": workspace:`) {
+	if _, err := command.New(ok(), filepath.Join(ws, "missing")); err == nil || !strings.Contains(err.Error(), `command tool "lint": workspace `) {
 		t.Errorf("missing workspace: %v", err)
 	}
 	if _, err := command.New(ok(), filepath.Join(ws, "file.txt")); err == nil || !strings.Contains(err.Error(), "not a directory") {

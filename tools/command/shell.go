@@ -14,6 +14,7 @@ import (
 	"troupe/sandbox"
 	"troupe/spool"
 	"troupe/tools"
+	"troupe/workspace"
 )
 
 // NameShell is the shell tool's name.
@@ -69,8 +70,7 @@ type shellTool struct {
 	opts    ShellOptions
 	spec    tools.Spec
 	base    map[string]string
-	wsAbs   string
-	wsReal  string
+	ws      workspace.Dirs
 	profile sandbox.Profile
 	timeout time.Duration
 	grace   time.Duration
@@ -102,8 +102,8 @@ func Shell(opts ShellOptions) (tools.Tool, error) {
 	if t.grace <= 0 {
 		t.grace = DefaultKillGrace
 	}
-	if t.wsAbs, t.wsReal, err = workspaceDir(opts.Workspace); err != nil {
-		return nil, fmt.Errorf("shell.exec: workspace: %w", err)
+	if t.ws, err = workspace.ResolveDirs(opts.Workspace); err != nil {
+		return nil, fmt.Errorf("shell.exec: %w", err)
 	}
 	no, yes := false, true
 	t.spec = tools.Spec{
@@ -175,9 +175,9 @@ func (t *shellTool) resolve(req *tools.Request) (*shellArgs, string, map[string]
 	if cwd == "" {
 		cwd, from = over.Cwd, "set by the session"
 	}
-	dir := t.wsReal
+	dir := t.ws.Dir()
 	if cwd != "" {
-		d, err := resolveDir(t.wsAbs, t.wsReal, cwd)
+		d, err := t.ws.WorkDir(cwd)
 		if err != nil {
 			return nil, "", nil, dirError(NameShell, cwd, from, err)
 		}
@@ -192,7 +192,7 @@ func (t *shellTool) Preview(req *tools.Request) (*tools.Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &tools.Preview{Cwd: relDir(t.wsReal, dir), Env: env, Command: a.Command}
+	p := &tools.Preview{Cwd: t.ws.RelOf(dir), Env: env, Command: a.Command}
 	if a.TimeoutMs > 0 {
 		p.Timeout = time.Duration(a.TimeoutMs) * time.Millisecond
 	}
@@ -215,7 +215,7 @@ func (t *shellTool) Call(ctx context.Context, req *tools.Request) (*protocol.Cal
 	return execute(ctx, req, execution{
 		tool: NameShell, command: a.Command[0], argv: a.Command[1:], dir: dir, env: mergeEnv(t.base, env),
 		secretEnv: []map[string]string{env}, timeout: timeout, grace: t.grace, streaming: true,
-		sandbox: t.opts.Sandbox, policy: sandbox.Policy{Profile: t.profile, Workspace: t.wsReal,
+		sandbox: t.opts.Sandbox, policy: sandbox.Policy{Profile: t.profile, Workspace: t.ws.Dir(),
 			AllowNetwork: t.opts.AllowNetwork, Limits: t.opts.Limits},
 		finish: func(res *runResult, out *spool.Output, _ func(string) string) (*protocol.CallToolResult, error) {
 			code := res.state.ExitCode()
