@@ -128,6 +128,7 @@ func (a *approval) answered(ctx actor.Context, r clientReply) {
 // approval to the session: trust never outlives the session, so "always"
 // means "session" here.
 func decideFrom(res *protocol.ElicitResult) *approvalDecided {
+	res.Normalize()
 	switch res.Action {
 	case protocol.ElicitAccept:
 	case protocol.ElicitDecline:
@@ -135,6 +136,9 @@ func decideFrom(res *protocol.ElicitResult) *approvalDecided {
 	case protocol.ElicitCancel:
 		return &approvalDecided{outcome: approvalDenied, detail: "cancelled"}
 	default:
+		if res.Action == "" && res.Decision != "" {
+			return &approvalDecided{outcome: approvalDenied, detail: "unknown decision " + quote(res.Decision)}
+		}
 		return &approvalDecided{outcome: approvalDenied, detail: "unknown action " + quote(res.Action)}
 	}
 	choice := choiceOnce

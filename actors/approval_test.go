@@ -132,6 +132,39 @@ func TestCodexPersistMetaTrustsForTheSession(t *testing.T) {
 	}
 }
 
+// TestCodexDecisionAnswers: clients written for Codex's former MCP server
+// answer an approval with a top-level {"decision": ...} and no action;
+// each of its four decisions means what it meant there, and an unknown
+// one denies.
+func TestCodexDecisionAnswers(t *testing.T) {
+	var runs atomic.Int32
+	c := newClient(t, Options{}, gatedTool{name: "g", runs: &runs}, gatedTool{name: "h", runs: &runs})
+	c.initializeWith("2025-06-18", elicitCaps)
+	for i, tc := range []struct {
+		tool, answer string
+		ran          bool
+		want         string
+	}{
+		{"g", `{"decision":"approved"}`, true, ""},
+		{"g", `{"decision":"denied"}`, false, "declined"},
+		{"g", `{"decision":"abort"}`, false, "cancelled"},
+		{"g", `{"decision":"maybe"}`, false, "unknown decision"},
+		{"h", `{"decision":"approved_for_session"}`, true, ""},
+		{"h", ``, true, ""}, // trusted for the session now: not asked
+	} {
+		before := runs.Load()
+		c.request(i+1, "tools/call", map[string]any{"name": tc.tool})
+		if tc.answer != "" {
+			m, _ := c.expectElicitation()
+			c.answer(m, tc.answer)
+		}
+		r := c.toolResult(c.recv())
+		if ran := runs.Load() > before; ran != tc.ran || r.IsError == tc.ran || !strings.Contains(errorText(r), tc.want) {
+			t.Fatalf("%s: ran %v, result %+v", tc.answer, ran, r)
+		}
+	}
+}
+
 func TestApprovalCancelledAndExpired(t *testing.T) {
 	var runs atomic.Int32
 	c := newClient(t, Options{Session: SessionOptions{Gate: gate.Policy{Timeout: 200 * time.Millisecond}}},

@@ -141,6 +141,7 @@ func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args j
 		refuse("the answer for " + quote(approvalInputKey) + " is not an elicitation result")
 		return
 	}
+	res.Normalize()
 	if res.Action == protocol.ElicitAccept {
 		choice := choiceOnce
 		if c, ok := res.Content["decision"]; ok {

@@ -25,6 +25,51 @@ type ElicitResult struct {
 	Action  string                     `json:"action"`
 	Content map[string]json.RawMessage `json:"content,omitempty"`
 	Meta    map[string]json.RawMessage `json:"_meta,omitempty"`
+	// Decision is the answer in the form Codex's former MCP server took
+	// (a top-level ReviewDecision, {"decision": "approved"}, and no
+	// action), which clients written for it still send. Normalize turns
+	// it into Action and Content.
+	Decision string `json:"decision,omitempty"`
+}
+
+// The ReviewDecision values of Codex's former MCP server (ElicitResult.Decision).
+const (
+	CodexApproved           = "approved"
+	CodexApprovedForSession = "approved_for_session"
+	CodexDenied             = "denied"
+	CodexAbort              = "abort"
+)
+
+// Normalize gives an answer in Codex's former form (Decision and no
+// Action) its standard meaning: approved is accept with decision "once",
+// approved_for_session accept with "session", denied decline and abort
+// cancel; any other decision stays without an action, which readers
+// refuse as unknown. A standard answer is left as it is.
+func (r *ElicitResult) Normalize() {
+	if r.Action != "" || r.Decision == "" {
+		return
+	}
+	choice := ""
+	switch r.Decision {
+	case CodexApproved:
+		r.Action, choice = ElicitAccept, "once"
+	case CodexApprovedForSession:
+		r.Action, choice = ElicitAccept, "session"
+	case CodexDenied:
+		r.Action = ElicitDecline
+	case CodexAbort:
+		r.Action = ElicitCancel
+	default:
+		return
+	}
+	if choice != "" {
+		if r.Content == nil {
+			r.Content = map[string]json.RawMessage{}
+		}
+		if _, set := r.Content["decision"]; !set {
+			r.Content["decision"] = json.RawMessage(`"` + choice + `"`)
+		}
+	}
 }
 
 // The actions of an ElicitResult.
