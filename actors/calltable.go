@@ -16,6 +16,7 @@ type inflight struct {
 	token     json.RawMessage // progress token, nil when none
 	cancelled bool
 	answered  bool
+	method    bool    // a method of SessionOptions.Methods: answered by methodAnswer
 	progress  float64 // last progress value sent; values must grow
 	reported  bool    // progress has been sent at least once
 	// modern is the call's own _meta when it came as a 2026-07-28

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -189,8 +190,15 @@ func (inv *invocation) start(ctx actor.Context) {
 	root := inv.root
 	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress, ClientMeta: inv.meta,
 		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
-		Client:   &peer{root: root, session: ctx.Parent(), related: inv.id}, Overrides: inv.call.overrides,
-		Rounds: inv.call.stateless}
+		Overrides: inv.call.overrides, Rounds: inv.call.stateless}
+	if !inv.call.stateless {
+		// A 2026-07-28 call has no session to name or notify later.
+		p := &peer{root: root, session: ctx.Parent(), sessionID: inv.call.session, related: &inv.id}
+		inv.req.Client, inv.req.Session = p, p
+	} else {
+		inv.req.Client = &peer{root: root, session: ctx.Parent(), related: &inv.id}
+	}
+	inv.req.RequestID = inv.rawID()
 	if p, ok := tools.Implements[tools.Previewer](entry.Tool); ok {
 		if inv.preview, err = p.Preview(inv.req); err != nil {
 			inv.toolFailed(err)
@@ -513,4 +521,13 @@ func (inv *invocation) logger() *slog.Logger {
 		inv.callLog = inv.log.With("id", inv.id.String(), "tool", inv.tool, "correlation_id", inv.cid)
 	}
 	return inv.callLog
+}
+
+// rawID is the call's request id as the client wrote it in JSON.
+func (inv *invocation) rawID() json.RawMessage {
+	if inv.id.IsString {
+		b, _ := json.Marshal(inv.id.Str)
+		return b
+	}
+	return strconv.AppendUint(nil, inv.id.Num, 10)
 }

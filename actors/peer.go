@@ -39,17 +39,41 @@ type pendingRequest struct {
 	related *jsonrpc2.ID
 }
 
-// peer implements tools.Client for one call by messaging its session.
+// sessionNotice asks the session to send a notification that no call
+// owns (tools.Session.Notify): sent by a tool, also after its call ended.
+type sessionNotice struct {
+	method string
+	params any
+}
+
+// peer implements tools.Client for one call, and tools.Session for the
+// call's session, by messaging the session. One value serves both, so a
+// call allocates nothing more for its Session.
 type peer struct {
-	root    *actor.RootContext
-	session *actor.PID
-	related jsonrpc2.ID
+	root      *actor.RootContext
+	session   *actor.PID
+	sessionID string
+	related   *jsonrpc2.ID // the call; nil for requests no call owns (Session.Client)
+}
+
+// ID implements tools.Session.
+func (p *peer) ID() string { return p.sessionID }
+
+// Notify implements tools.Session.
+func (p *peer) Notify(method string, params any) {
+	p.root.Send(p.session, &sessionNotice{method: method, params: params})
+}
+
+// Client implements tools.Session: requests that outlive the call, voided
+// only when the session ends.
+func (p *peer) Client() tools.Client {
+	return &peer{root: p.root, session: p.session, sessionID: p.sessionID}
 }
 
 // Call implements tools.Client.
 func (p *peer) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	reply := make(chan clientReply, 1)
-	p.root.Send(p.session, &clientRequest{method: method, params: params, related: &p.related, reply: reply})
+	p.root.Send(p.session, &clientRequest{method: method, params: params, related: p.related, reply: reply})
 	select {
 	case r := <-reply:
 		return r.result, r.err

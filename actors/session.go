@@ -57,6 +57,14 @@ type SessionOptions struct {
 	// Overrides is what a client may set for its own session (working
 	// directory, environment) in initialize's _meta; nothing by default.
 	Overrides OverridePolicy
+	// Methods are JSON-RPC methods served beside MCP on the session's
+	// connection (Codex's former management methods): each is the tool
+	// whose name is the method, called with the request's params as its
+	// arguments, behind the same gate, deadline and audit as tools/call,
+	// and answered with its structured content (methodAnswer). They are
+	// never listed by tools/list nor callable through tools/call. nil
+	// serves none.
+	Methods *tools.Registry
 
 	// callers keeps the output of 2026-07-28 HTTP requests per caller
 	// (stateless_store.go); set by NewHost.
@@ -132,6 +140,7 @@ type session struct {
 	phase       phase     // packed with the flags below: an idle session is one size class smaller
 	draining    bool
 	storeShared bool // store is the HTTP caller's, not the session's (stateless_store.go)
+	usedMethods bool // a method of opts.Methods was called: tell its tools when the session ends
 	timer       *time.Timer
 	exec        *hostDeps
 	requests    clientRequests               // server-to-client requests awaiting answers (clientrequests.go)
@@ -193,6 +202,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.abandonClientRequest(msg.reply)
 	case *toolNotice:
 		s.notice(msg)
+	case *sessionNotice:
+		s.notify(msg.method, msg.params, nil)
 	case *trustGranted:
 		s.trusted.grant(msg.tool, msg.fingerprint)
 		s.log.Info("tool trusted for the session", "tool", msg.tool)
@@ -219,6 +230,9 @@ func (s *session) Receive(ctx actor.Context) {
 			}
 		})
 		s.dropStore()
+		if s.usedMethods {
+			s.opts.Methods.SessionEnded(s.id)
+		}
 		s.out.Stopping()
 	case *actor.Stopped:
 		s.log.Debug("session ended")
@@ -257,6 +271,11 @@ func (s *session) handle(ctx actor.Context, req *jsonrpc2.Request) {
 			s.log.Debug("ignoring unknown notification", "method", req.Method)
 		}
 		return
+	}
+	if !known && s.opts.Methods != nil {
+		if _, ok := s.opts.Methods.Lookup(req.Method); ok {
+			known, m = true, method{needsInit: true, request: (*session).callMethod}
+		}
 	}
 	switch {
 	case !known || m.request == nil:
@@ -467,6 +486,31 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: arguments must be an object")
 		return
 	}
+	s.startCall(ctx, req, p.Name, p.Arguments, p.Meta, &meta, s.registry)
+}
+
+// callMethod serves a method of SessionOptions.Methods (Codex's former
+// management methods) as a call of the tool of that name: the same
+// invoker, gate, deadline, cancellation and audit as tools/call, but the
+// answer is the tool's structured content, or a JSON-RPC error
+// (methodAnswer).
+func (s *session) callMethod(ctx actor.Context, req *jsonrpc2.Request) {
+	var args json.RawMessage
+	if req.Params != nil {
+		args = *req.Params
+	}
+	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+req.Method+" takes an object")
+		return
+	}
+	s.usedMethods = true
+	s.startCall(ctx, req, req.Method, args, nil, &protocol.RequestMeta{}, s.opts.Methods)
+}
+
+// startCall starts the call req of tool name in registry, once its params
+// have been read.
+func (s *session) startCall(ctx actor.Context, req *jsonrpc2.Request, name string, args, rawMeta json.RawMessage,
+	meta *protocol.RequestMeta, registry *tools.Registry) {
 	// An answered or cancelled call still in the table is stopping; the
 	// client may reuse its id (JSON-RPC ids need only be unique among
 	// requests in flight).
@@ -479,16 +523,16 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 			"too many calls in flight (limit "+strconv.Itoa(s.opts.MaxInFlight)+"); retry when one finishes")
 		return
 	}
-	call := &inflight{tool: p.Name}
+	call := &inflight{tool: name, method: registry != s.registry}
 	if len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null" {
 		call.token = meta.ProgressToken
 	}
 	s.outputStore(true)
 	inv := &invocation{
-		id: req.ID, tool: p.Name, args: p.Arguments,
-		registry: s.registry, timeout: s.opts.CallTimeout,
+		id: req.ID, tool: name, args: args,
+		registry: registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
-		call: callContext{session: s.id, trusted: s.trusted.fingerprint(p.Name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
+		call: callContext{session: s.id, trusted: s.trusted.fingerprint(name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
 			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor, overrides: s.overrides},
 	}
 	if s.current != nil {
@@ -509,7 +553,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		}
 	}
 	inv.progress = call.token != nil
-	inv.meta = p.Meta
+	inv.meta = rawMeta
 	if meta.TimeoutMs != nil && *meta.TimeoutMs > 0 {
 		inv.requested = time.Duration(*meta.TimeoutMs) * time.Millisecond
 	}
@@ -564,6 +608,10 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 	case *jsonrpc2.Error:
 		s.send(&jsonrpc2.Response{ID: msg.id, Error: o})
 	case nil:
+		if call.method {
+			s.send(methodAnswer(msg.id, msg.result))
+			break
+		}
 		v := s.version
 		if call.modern != nil {
 			v = call.modern.Version

@@ -97,6 +97,13 @@ type Request struct {
 	// Resume is the client's answer to the *InputRequired this call
 	// returned in an earlier round; nil for a first call.
 	Resume *Resume
+	// RequestID is the JSON id of the client's request (tools/call, or the
+	// method a methods registry serves), for notifications that name the
+	// request they belong to (Codex's codex/event _meta.requestId).
+	RequestID json.RawMessage
+	// Session is the session the call runs in (per-session state,
+	// notifications after the call); nil when it has none.
+	Session Session
 }
 
 // InputRequired is a tool's error when it needs answers from a client that
