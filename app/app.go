@@ -47,6 +47,7 @@ type App struct {
 	ws        *workspace.Root
 	sb        *sandbox.Sandbox
 	registry  *tools.Registry // New's, without downstream tools
+	methods   *tools.Registry // Codex's former management methods, served beside MCP (methods.go); built once
 	writable  config.RunWritable
 	approvals *approvalstate.Sealer
 
@@ -122,6 +123,10 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	if a.registry, err = a.buildRegistry(cfg, nil); err != nil {
 		ws.Close()
 		return refuse(true, fmt.Errorf("cannot build the tool registry: %w", err))
+	}
+	if a.methods, err = a.buildMethods(cfg); err != nil {
+		ws.Close()
+		return refuse(true, fmt.Errorf("cannot build the management methods: %w", err))
 	}
 	if a.approvals, err = newApprovalStates(cfg, log); err != nil {
 		ws.Close()

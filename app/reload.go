@@ -90,6 +90,12 @@ var reloadRules = []reloadRule{
 	{key: "[approvals]", part: func(c *config.Config) any { return c.Approvals }},
 	{key: "[audit]", part: func(c *config.Config) any { return c.Audit }},
 	{key: "[output]", part: func(c *config.Config) any { return c.Output }},
+	// The management methods (methods.go) are built once; their tools
+	// keep per-session state (Codex processes, listeners) a rebuild would
+	// orphan.
+	{key: "the management methods ([codex], [shell] as execOneOffCommand uses it)", part: func(c *config.Config) any {
+		return [2]any{c.Codex, c.Shell}
+	}},
 }
 
 // setLogLevel makes logging.level the log handler's level.

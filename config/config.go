@@ -235,6 +235,13 @@ type Codex struct {
 	Binary string `koanf:"binary"`
 	// Timeout is the ceiling of one Codex turn.
 	Timeout time.Duration `koanf:"timeout"`
+	// ManagementMethods serves the JSON-RPC management methods of Codex's
+	// former MCP server (newConversation, sendUserTurn, ...,
+	// execOneOffCommand) on every MCP connection, beside MCP.
+	ManagementMethods bool `koanf:"management_methods"`
+	// ShareConversations lets every session see and drive every Codex
+	// conversation; off, a session sees only those it created or resumed.
+	ShareConversations bool `koanf:"share_conversations"`
 }
 
 // CommandTool is one [mcp.<name>] table: a tool that runs a program.

@@ -1,0 +1,35 @@
+package app
+
+import (
+	"troupe/config"
+	"troupe/tools"
+	"troupe/tools/command"
+)
+
+// buildMethods builds the registry of the management methods of Codex's
+// former MCP server that sessions serve beside MCP ([codex]
+// management_methods): the conversation, auth and config methods bridged
+// to Codex when its binary is found, and execOneOffCommand, which runs
+// through shell.exec's sandbox and approval and is served while [shell] is
+// enabled. nil when there are none. It is built once: changes to [codex]
+// and [shell] reach the methods at the next start (reload.go says so).
+func (a *App) buildMethods(cfg *config.Config) (*tools.Registry, error) {
+	if !cfg.Codex.ManagementMethods {
+		return nil, nil
+	}
+	var ts []tools.Tool
+	if cfg.Shell.Enabled {
+		oneOff, err := command.OneOff(command.ShellOptions{Workspace: a.ws.Dir(), SandboxProfile: cfg.Shell.SandboxProfile,
+			AllowNetwork: cfg.Shell.AllowNetwork, Sandbox: a.sb, Limits: sandboxLimits(cfg), Timeout: cfg.Shell.Timeout,
+			KillGrace: cfg.Sandbox.KillGrace})
+		if err != nil {
+			a.regLog.Warn("execOneOffCommand is not served", "err", err)
+		} else {
+			ts = append(ts, oneOff)
+		}
+	}
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	return tools.NewRegistry(ts...)
+}
