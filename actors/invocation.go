@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
-	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -189,7 +189,7 @@ func (inv *invocation) start(ctx actor.Context) {
 	args := checked.Raw
 	root := inv.root
 	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress, ClientMeta: inv.meta,
-		Reporter: newReporter(root, ctx.Parent(), inv.id, inv.tool),
+		Reporter:  newReporter(root, ctx.Parent(), inv.id, inv.tool),
 		Overrides: inv.call.overrides, Rounds: inv.call.stateless}
 	if !inv.call.stateless {
 		// A 2026-07-28 call has no session to name or notify later.
