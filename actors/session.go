@@ -788,7 +788,14 @@ func (s *session) notice(n *toolNotice) {
 		if params == nil || !s.relay.allowLog(n, call) {
 			return
 		}
-		params["_meta"] = map[string]any{"requestId": n.id}
+		// The tool's own _meta members (Codex's threadId) stay; the
+		// request id is troupe's to set.
+		meta, _ := params["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			params["_meta"] = meta
+		}
+		meta["requestId"] = n.id
 		sent = s.notifyWritten(n.method, params, &n.id, n.written)
 		return
 	}

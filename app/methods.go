@@ -3,6 +3,7 @@ package app
 import (
 	"troupe/config"
 	"troupe/tools"
+	"troupe/tools/codexagent"
 	"troupe/tools/command"
 )
 
@@ -26,6 +27,14 @@ func (a *App) buildMethods(cfg *config.Config) (*tools.Registry, error) {
 			a.regLog.Warn("execOneOffCommand is not served", "err", err)
 		} else {
 			ts = append(ts, oneOff)
+		}
+	}
+	if opts, ok := codexOptions(cfg, a.ws.Dir(), a.regLog); ok {
+		methods, err := codexagent.Methods(opts, codexagent.MethodOptions{ShareConversations: cfg.Codex.ShareConversations})
+		if err != nil {
+			a.regLog.Warn("Codex's management methods are not served", "binary", opts.Binary, "err", err)
+		} else {
+			ts = append(ts, methods...)
 		}
 	}
 	if len(ts) == 0 {

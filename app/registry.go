@@ -166,18 +166,19 @@ func sandboxLimits(cfg *config.Config) sandbox.Limits {
 		MaxOpenFiles: cfg.Sandbox.MaxOpenFiles, CPUSeconds: cfg.Sandbox.CPUSeconds, MaxMemoryBytes: cfg.Sandbox.MaxMemoryBytes}
 }
 
-// codexTools are codex and codex-reply, when [codex] is enabled and a
-// Codex binary is found; nothing (and a debug line) otherwise.
-func codexTools(cfg *config.Config, wsDir string, log *slog.Logger) []tools.Registration {
+// codexOptions are the options Codex runs with, from [codex] and troupe's
+// environment; false when Codex is not to be offered (disabled, or no
+// binary found).
+func codexOptions(cfg *config.Config, wsDir string, log *slog.Logger) (codexagent.Options, bool) {
 	if !cfg.Codex.Enabled {
-		return nil
+		return codexagent.Options{}, false
 	}
 	bin := cfg.Codex.Binary
 	if bin == "" {
 		found, err := exec.LookPath("codex")
 		if err != nil {
 			log.Debug("no codex binary on PATH: the codex tools are not offered")
-			return nil
+			return codexagent.Options{}, false
 		}
 		bin = found
 	}
@@ -190,9 +191,18 @@ func codexTools(cfg *config.Config, wsDir string, log *slog.Logger) []tools.Regi
 			env[k] = v
 		}
 	}
-	ts, err := codexagent.Tools(codexagent.Options{Binary: bin, Workspace: wsDir, Env: env, Timeout: cfg.Codex.Timeout})
+	return codexagent.Options{Binary: bin, Workspace: wsDir, Env: env, Timeout: cfg.Codex.Timeout}, true
+}
+
+// codexTools are codex and codex-reply when Codex is offered.
+func codexTools(cfg *config.Config, wsDir string, log *slog.Logger) []tools.Registration {
+	opts, ok := codexOptions(cfg, wsDir, log)
+	if !ok {
+		return nil
+	}
+	ts, err := codexagent.Tools(opts)
 	if err != nil {
-		log.Warn("the codex tools are not offered", "binary", bin, "err", err)
+		log.Warn("the codex tools are not offered", "binary", opts.Binary, "err", err)
 		return nil
 	}
 	var regs []tools.Registration

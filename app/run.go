@@ -97,6 +97,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		if !host.Close(shutdownSlack) {
 			log.Warn("some tool calls did not stop in time")
 		}
+		a.methods.WaitSessionsEnded() // the sessions' Codex processes
 	}
 	_, rgErr := exec.LookPath("rg")
 	log.Info("troupe starting", "version", a.opts.Version, "tools", a.registry.Len(),

@@ -40,3 +40,24 @@ func (r *Registry) SessionEnded(id string) {
 		}
 	}
 }
+
+// SessionWaiter is implemented by tools whose SessionEnded leaves work
+// running in the background (a Codex process shutting down, so that
+// SessionEnded need not block): Wait returns once all of it is done.
+type SessionWaiter interface {
+	Wait()
+}
+
+// WaitSessionsEnded waits for the background work of every tool of r that
+// implements SessionWaiter: the server calls it once its sessions have
+// ended, so it exits leaving no process behind.
+func (r *Registry) WaitSessionsEnded() {
+	if r == nil {
+		return
+	}
+	for _, e := range r.entries {
+		if w, ok := Implements[SessionWaiter](e.Tool); ok {
+			w.Wait()
+		}
+	}
+}

@@ -66,10 +66,14 @@ func (tr *turn) ask(text string) string {
 	if json.Unmarshal(raw, &res) != nil {
 		return "decline"
 	}
+	// Clients written for Codex's former MCP server answer with a
+	// top-level {"decision": "approved"} and no action.
+	res.Normalize()
 	switch res.Action {
 	case protocol.ElicitAccept:
 		var d string
 		if json.Unmarshal(res.Content["decision"], &d) == nil {
+			d = decisionAlias(d)
 			for _, known := range decisions {
 				if d == known.value {
 					return d
@@ -81,6 +85,24 @@ func (tr *turn) ask(text string) string {
 		return "cancel"
 	}
 	return "decline"
+}
+
+// decisionAlias maps the other spellings of a decision a client may put
+// in the form's field to the decision: Normalize's choices for the former
+// top-level answer ("once", "session") and the former ReviewDecision
+// values. Anything else is returned as it is.
+func decisionAlias(d string) string {
+	switch d {
+	case "once", protocol.CodexApproved:
+		return "accept"
+	case "session", protocol.CodexApprovedForSession:
+		return "acceptForSession"
+	case protocol.CodexDenied:
+		return "decline"
+	case protocol.CodexAbort:
+		return "cancel"
+	}
+	return d
 }
 
 // approvalMessage is what the person reads: what Codex wants to do, where

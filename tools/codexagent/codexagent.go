@@ -96,6 +96,13 @@ func Tools(opts Options) ([]tools.Tool, error) {
 	return []tools.Tool{&codexTool{s}, &replyTool{s}}, nil
 }
 
+// codexInput accepts every property the codex tool of Codex 0.42
+// (`codex mcp serve`) and 0.153 (`codex mcp-server`) took, so their
+// clients keep working: include-plan-tool (0.42) is accepted and ignored
+// (0.169 has no such switch), approval-policy on-failure (0.42; gone from
+// 0.169) means on-request, compact-prompt (0.153) is the compact_prompt
+// configuration key. cwd differs on purpose: it must lie inside the
+// workspace.
 const codexInput = `{
   "type": "object",
   "properties": {
@@ -103,32 +110,47 @@ const codexInput = `{
     "model": {"type": "string", "description": "The model Codex should use (default: Codex's configuration)."},
     "profile": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "description": "A Codex configuration profile: CODEX_HOME/<profile>.config.toml is applied on top of Codex's configuration."},
     "cwd": {"type": "string", "description": "Codex's working directory, relative to the workspace root or absolute inside it (default: the root)."},
-    "approval-policy": {"type": "string", "enum": ["untrusted", "on-request", "never"], "description": "When Codex asks before running a command: untrusted (almost always), on-request (when the model asks for more than the sandbox allows), never. Questions are relayed to the client as elicitation forms."},
+    "approval-policy": {"type": "string", "enum": ["untrusted", "on-failure", "on-request", "never"], "description": "When Codex asks before running a command: untrusted (almost always), on-request (when the model asks for more than the sandbox allows; on-failure, from older Codex releases, means the same), never. Questions are relayed to the client as elicitation forms."},
     "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "danger-full-access"], "description": "Codex's sandbox for the commands it runs."},
     "config": {"type": "object", "description": "Codex configuration overrides, dotted keys as with codex -c (e.g. {\"model_reasoning_effort\": \"high\"})."},
-    "base-instructions": {"type": "string", "description": "Instructions that replace Codex's default base instructions."}
+    "base-instructions": {"type": "string", "description": "Instructions that replace Codex's default base instructions."},
+    "developer-instructions": {"type": "string", "description": "Instructions added as a developer message, on top of the base instructions."},
+    "compact-prompt": {"type": "string", "description": "The prompt Codex uses when it compacts the conversation."},
+    "include-plan-tool": {"type": "boolean", "description": "Accepted for older clients and ignored: Codex decides whether it plans."}
   },
   "required": ["prompt"],
   "additionalProperties": false
 }`
 
+// replyInput takes the conversation as threadId (0.153's codex-reply) or
+// conversationId (0.42's, and troupe's before): both are optional in the
+// schema, as in 0.153, and Call requires exactly one (or both equal). A
+// top-level anyOf would say the same, but several model providers refuse
+// tool schemas that have one.
 const replyInput = `{
   "type": "object",
   "properties": {
-    "conversationId": {"type": "string", "minLength": 1, "description": "The conversationId a codex call returned."},
+    "threadId": {"type": "string", "minLength": 1, "description": "The threadId (same as conversationId) a codex call returned. Give threadId or conversationId."},
+    "conversationId": {"type": "string", "minLength": 1, "description": "The conversationId a codex call returned; the older name of threadId. Give threadId or conversationId."},
     "prompt": {"type": "string", "minLength": 1, "description": "The next message to Codex in that conversation."}
   },
-  "required": ["conversationId", "prompt"],
+  "required": ["prompt"],
   "additionalProperties": false
 }`
 
+// output is both tools' structuredContent: threadId and content as
+// Codex 0.153's codex/codex-reply answered, conversationId and message as
+// troupe did before (the same id and text under both names), so clients of
+// either read their fields.
 const output = `{
   "type": "object",
   "properties": {
-    "conversationId": {"type": "string", "description": "Pass it to codex-reply to continue the conversation."},
-    "message": {"type": "string", "description": "Codex's final message of the turn."}
+    "threadId": {"type": "string", "description": "Pass it to codex-reply (as threadId or conversationId) to continue the conversation."},
+    "content": {"type": "string", "description": "Codex's final message of the turn."},
+    "conversationId": {"type": "string", "description": "The same as threadId, under its older name."},
+    "message": {"type": "string", "description": "The same as content, under troupe's older name."}
   },
-  "required": ["conversationId", "message"]
+  "required": ["threadId", "content", "conversationId", "message"]
 }`
 
 // MetaConversationID is the result's _meta key holding the conversation id.
@@ -169,6 +191,10 @@ type codexArgs struct {
 	Sandbox          string         `json:"sandbox"`
 	Config           map[string]any `json:"config"`
 	BaseInstructions string         `json:"base-instructions"`
+	// What older Codex releases' codex tool took too.
+	DeveloperInstructions string `json:"developer-instructions"`
+	CompactPrompt         string `json:"compact-prompt"`
+	IncludePlanTool       *bool  `json:"include-plan-tool"`
 }
 
 // resolve decodes a call and builds the thread/start parameters.
@@ -191,12 +217,19 @@ func (t *codexTool) resolve(req *tools.Request) (*codexArgs, string, map[string]
 			return nil, "", nil, err
 		}
 	}
+	if a.CompactPrompt != "" {
+		config["compact_prompt"] = a.CompactPrompt
+	}
 	for k, v := range a.Config { // explicit overrides win over the profile
 		config[k] = v
 	}
+	policy := a.ApprovalPolicy
+	if policy == "on-failure" { // gone from Codex 0.169; on-request is the nearest
+		policy = "on-request"
+	}
 	start := map[string]any{"cwd": dir}
-	for k, v := range map[string]string{"model": a.Model, "approvalPolicy": a.ApprovalPolicy,
-		"sandbox": a.Sandbox, "baseInstructions": a.BaseInstructions} {
+	for k, v := range map[string]string{"model": a.Model, "approvalPolicy": policy,
+		"sandbox": a.Sandbox, "baseInstructions": a.BaseInstructions, "developerInstructions": a.DeveloperInstructions} {
 		if v != "" {
 			start[k] = v
 		}
@@ -249,24 +282,46 @@ type replyTool struct{ s *toolSet }
 // Spec implements tools.Tool.
 func (t *replyTool) Spec() tools.Spec {
 	return t.s.spec(NameReply, "Continue a Codex session",
-		"Sends the next prompt to a Codex conversation the codex tool started (by its conversationId) and returns "+
+		"Sends the next prompt to a Codex conversation the codex tool started (by its threadId, also accepted as "+
+			"conversationId) and returns "+
 			"Codex's final message. Conversation ids live in this troupe process only."+isolationNote, replyInput)
 }
 
 // replyArgs are codex-reply's arguments.
 type replyArgs struct {
+	ThreadID       string `json:"threadId"`
 	ConversationID string `json:"conversationId"`
 	Prompt         string `json:"prompt"`
+}
+
+// parseReply decodes codex-reply's arguments and settles the conversation
+// id: threadId or conversationId, exactly one of them (or both equal).
+func parseReply(raw json.RawMessage) (*replyArgs, string, error) {
+	var a replyArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, "", tools.Errorf(tools.KindInvalidArgument, "codex-reply: %v", err)
+	}
+	switch {
+	case a.ThreadID == "" && a.ConversationID == "":
+		return nil, "", tools.Errorf(tools.KindInvalidArgument,
+			"codex-reply: give the conversation as threadId (or conversationId), from a codex call's result")
+	case a.ThreadID != "" && a.ConversationID != "" && a.ThreadID != a.ConversationID:
+		return nil, "", tools.Errorf(tools.KindInvalidArgument,
+			"codex-reply: threadId %q and conversationId %q differ; give one of them", a.ThreadID, a.ConversationID)
+	case a.ThreadID != "":
+		return &a, a.ThreadID, nil
+	}
+	return &a, a.ConversationID, nil
 }
 
 // Preview implements tools.Previewer: an unknown conversation fails here,
 // before anyone is asked to approve continuing it.
 func (t *replyTool) Preview(req *tools.Request) (*tools.Preview, error) {
-	var a replyArgs
-	if err := json.Unmarshal(req.Arguments, &a); err != nil {
-		return nil, tools.Errorf(tools.KindInvalidArgument, "codex-reply: %v", err)
+	_, id, err := parseReply(req.Arguments)
+	if err != nil {
+		return nil, err
 	}
-	conv, err := t.s.convs.lookup(a.ConversationID)
+	conv, err := t.s.convs.lookup(id)
 	if err != nil {
 		return nil, err
 	}
@@ -278,11 +333,11 @@ func (t *replyTool) Call(ctx context.Context, req *tools.Request) (*protocol.Cal
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var a replyArgs
-	if err := json.Unmarshal(req.Arguments, &a); err != nil {
-		return nil, tools.Errorf(tools.KindInvalidArgument, "codex-reply: %v", err)
+	a, id, err := parseReply(req.Arguments)
+	if err != nil {
+		return nil, err
 	}
-	conv, err := t.s.convs.acquire(a.ConversationID)
+	conv, err := t.s.convs.acquire(id)
 	if err != nil {
 		return nil, err
 	}
@@ -295,10 +350,13 @@ func (t *replyTool) Call(ctx context.Context, req *tools.Request) (*protocol.Cal
 }
 
 // result renders a finished turn: the message as text (what a model
-// reads), the conversation id in a second text block, in
-// structuredContent and in _meta, so every kind of client can continue.
+// reads, and all 0.42's codex tool answered), the conversation id in a
+// second text block, in structuredContent (0.153's threadId and content,
+// troupe's conversationId and message) and in _meta, so every kind of
+// client can continue.
 func result(res *turnResult) (*protocol.CallToolResult, error) {
-	b, err := json.Marshal(map[string]string{"conversationId": res.threadID, "message": res.message})
+	b, err := json.Marshal(map[string]string{"threadId": res.threadID, "content": res.message,
+		"conversationId": res.threadID, "message": res.message})
 	if err != nil {
 		return nil, err
 	}

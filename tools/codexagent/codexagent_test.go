@@ -189,12 +189,16 @@ func call(ctx context.Context, tool tools.Tool, rep tools.Reporter, client tools
 
 func structured(t *testing.T, res *protocol.CallToolResult) (id, msg string) {
 	t.Helper()
-	var out struct{ ConversationID, Message string }
+	var out struct{ ThreadID, Content, ConversationID, Message string }
 	if err := json.Unmarshal(res.StructuredContent.(json.RawMessage), &out); err != nil {
 		t.Fatal(err)
 	}
 	if res.Meta[MetaConversationID] != out.ConversationID || out.ConversationID == "" {
 		t.Fatalf("_meta %v and structuredContent %s disagree on the conversation id", res.Meta, res.StructuredContent)
+	}
+	// 0.153's names and troupe's carry the same values.
+	if out.ThreadID != out.ConversationID || out.Content != out.Message {
+		t.Fatalf("structuredContent %s: threadId/content differ from conversationId/message", res.StructuredContent)
 	}
 	return out.ConversationID, out.Message
 }
@@ -212,7 +216,8 @@ func TestCodexThenReply(t *testing.T) {
 	ctx := context.Background()
 
 	rep := &recorder{}
-	res, err := call(ctx, ts[0], rep, nil, map[string]any{"prompt": "first question", "base-instructions": "BASE RULES"})
+	res, err := call(ctx, ts[0], rep, nil, map[string]any{"prompt": "first question", "base-instructions": "BASE RULES",
+		"developer-instructions": "DEV RULES"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +227,9 @@ func TestCodexThenReply(t *testing.T) {
 	}
 	if first := model.last().texts(); !contains(first, "developer: BASE RULES") {
 		t.Errorf("base-instructions did not reach the model: %q", first)
+	}
+	if first := model.last().texts(); !contains(first, "developer: DEV RULES") {
+		t.Errorf("developer-instructions did not reach the model: %q", first)
 	}
 	if !contains(rep.progress, "message: answer 1") || !contains(rep.progress, "Codex turn started") {
 		t.Errorf("progress = %q", rep.progress)
@@ -333,9 +341,12 @@ func TestCancelKillsCodex(t *testing.T) {
 	}
 }
 
-// approver is a tools.Client that answers every elicitation with decision.
+// approver is a tools.Client that answers every elicitation with decision,
+// as a form answer, or, when old is set, in the former top-level form
+// clients of Codex's old MCP server send ({"decision": "approved"}).
 type approver struct {
 	decision string
+	old      bool
 	mu       sync.Mutex
 	asked    []string
 }
@@ -345,6 +356,9 @@ func (a *approver) Call(ctx context.Context, method string, params any) (json.Ra
 	a.mu.Lock()
 	a.asked = append(a.asked, p.Message)
 	a.mu.Unlock()
+	if a.old {
+		return json.Marshal(map[string]any{"decision": a.decision})
+	}
 	return json.Marshal(map[string]any{"action": "accept", "content": map[string]any{"decision": a.decision}})
 }
 
@@ -352,8 +366,18 @@ func (a *approver) Call(ctx context.Context, method string, params any) (json.Ra
 // untrusted policy: Codex asks, the question reaches the client as an
 // elicitation, and the answer decides whether the command runs.
 func TestApprovalIsRelayed(t *testing.T) {
-	for _, decision := range []string{"accept", "decline"} {
-		t.Run(decision, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, decision string
+		old, made      bool
+	}{
+		{"accept", "accept", false, true},
+		{"decline", "decline", false, false},
+		// Clients of the old codex mcp-server answer {"decision": ...}.
+		{"old approved", protocol.CodexApproved, true, true},
+		{"old approved for session", protocol.CodexApprovedForSession, true, true},
+		{"old denied", protocol.CodexDenied, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			model := newScriptedModel(t, func(req modelRequest) map[string]any {
 				for _, it := range req.Input {
 					if it["type"] == "function_call_output" {
@@ -364,11 +388,14 @@ func TestApprovalIsRelayed(t *testing.T) {
 				return map[string]any{"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": string(args)}
 			})
 			_, ts, ws := setup(t, model)
-			client := &approver{decision: decision}
-			res, err := call(context.Background(), ts[0], &recorder{}, client, map[string]any{
+			client := &approver{decision: tc.decision, old: tc.old}
+			sess := &fakeSession{}
+			b, _ := json.Marshal(map[string]any{
 				// Codex's own sandbox is not what is tested here (and its
 				// helper depends on the machine): only the relayed approval.
 				"prompt": "make a file", "approval-policy": "untrusted", "sandbox": "danger-full-access"})
+			res, err := ts[0].Call(context.Background(), &tools.Request{Arguments: b, Reporter: &recorder{}, Client: client,
+				Session: sess, RequestID: json.RawMessage(`"r1"`)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,8 +406,14 @@ func TestApprovalIsRelayed(t *testing.T) {
 				t.Fatalf("elicitations: %q", client.asked)
 			}
 			_, err = os.Stat(filepath.Join(ws, "made-by-codex"))
-			if made := err == nil; made != (decision == "accept") {
-				t.Fatalf("decision %s: file made = %v", decision, made)
+			if made := err == nil; made != tc.made {
+				t.Fatalf("decision %s: file made = %v", tc.decision, made)
+			}
+			// The old servers announced the question and the command's
+			// outcome as events.
+			types := sess.types()
+			if !contains(types, "exec_approval_request") || !contains(types, "exec_command_end") {
+				t.Errorf("codex/event types = %q", types)
 			}
 		})
 	}
@@ -416,5 +449,230 @@ func TestCwdMustBeInWorkspace(t *testing.T) {
 	_, err = ts[0].(tools.Previewer).Preview(&tools.Request{Arguments: json.RawMessage(`{"prompt":"x","cwd":"/"}`)})
 	if te, ok := tools.AsError(err); !ok || te.Kind != tools.KindPermissionDenied {
 		t.Fatalf("err = %v, want permission_denied", err)
+	}
+}
+
+// fakeSession is a tools.Session that keeps the notifications sent to it.
+type fakeSession struct {
+	mu     sync.Mutex
+	events []map[string]any // codex/event params, as the client reads them
+}
+
+func (s *fakeSession) ID() string { return "s1" }
+
+func (s *fakeSession) Notify(method string, params any) {
+	if method != MethodEvent {
+		return
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		panic(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(b, &p); err != nil {
+		panic(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, p)
+}
+
+func (s *fakeSession) Client() tools.Client { return nil }
+
+func (s *fakeSession) types() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.events {
+		msg, _ := e["msg"].(map[string]any)
+		out = append(out, fmt.Sprint(msg["type"]))
+	}
+	return out
+}
+
+func (s *fakeSession) take() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.events
+	s.events = nil
+	return out
+}
+
+// notifyingRecorder is a recorder that is also a tools.Notifier, as the
+// session's reporter is.
+type notifyingRecorder struct {
+	recorder
+	fakeSession
+}
+
+func (r *notifyingRecorder) Notify(method string, params map[string]any) {
+	r.fakeSession.Notify(method, params)
+}
+
+// TestCodexEvents checks the codex/event notifications of a codex call
+// and a codex-reply call against what Codex 0.153.4's codex mcp-server
+// sent for the same turns: the envelope {_meta: {requestId, threadId},
+// id: the turn id ("" for session_configured), msg}, the event order, and
+// the final message in task_complete.
+func TestCodexEvents(t *testing.T) {
+	turn := 0
+	model := newScriptedModel(t, func(modelRequest) map[string]any {
+		turn++
+		return modelMessage(fmt.Sprintf("answer %d", turn))
+	})
+	_, ts, _ := setup(t, model)
+	ctx := context.Background()
+	sess := &fakeSession{}
+	b, _ := json.Marshal(map[string]any{"prompt": "hello"})
+	res, err := ts[0].Call(ctx, &tools.Request{Arguments: b, Session: sess, RequestID: json.RawMessage(`7`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := structured(t, res)
+	evs := sess.take()
+	types := sess.typesOf(evs)
+	want := []string{"session_configured", "task_started", "user_message", "agent_message", "token_count", "task_complete"}
+	if !subsequence(types, want) {
+		t.Fatalf("codex/event types = %q, want %q in this order", types, want)
+	}
+	if types[0] != "session_configured" || types[len(types)-1] != "task_complete" {
+		t.Errorf("codex/event types = %q: session_configured first and task_complete last", types)
+	}
+	var turnID string
+	for _, e := range evs {
+		meta, _ := e["_meta"].(map[string]any)
+		if meta["requestId"] != float64(7) || meta["threadId"] != id {
+			t.Errorf("_meta = %v, want requestId 7 and threadId %s", meta, id)
+		}
+		msg := e["msg"].(map[string]any)
+		switch msg["type"] {
+		case "session_configured":
+			if e["id"] != "" || msg["session_id"] != id || msg["thread_id"] != id || msg["model"] != "scripted" {
+				t.Errorf("session_configured = %v", e)
+			}
+			if _, has := msg["rollout_path"]; has {
+				t.Error("session_configured names the rollout file")
+			}
+		case "task_started":
+			turnID, _ = msg["turn_id"].(string)
+		case "agent_message":
+			if msg["message"] != "answer 1" {
+				t.Errorf("agent_message = %v", msg)
+			}
+		case "task_complete":
+			if msg["last_agent_message"] != "answer 1" {
+				t.Errorf("task_complete = %v", msg)
+			}
+		}
+	}
+	if turnID == "" {
+		t.Fatal("task_started named no turn")
+	}
+	for _, e := range evs[1:] {
+		// A warning can come before the turn exists (0.153 gave it the
+		// turn's id; troupe cannot know it yet).
+		if msg := e["msg"].(map[string]any); msg["type"] == "warning" {
+			continue
+		}
+		if e["id"] != turnID {
+			t.Errorf("event id %v, want the turn id %s: %v", e["id"], turnID, e)
+		}
+	}
+
+	// codex-reply, through a Reporter that is a Notifier (no Session):
+	// the same events but no session_configured, as 0.153's codex-reply.
+	rep := &notifyingRecorder{}
+	b, _ = json.Marshal(map[string]any{"threadId": id, "prompt": "again"})
+	res, err = ts[1].Call(ctx, &tools.Request{Arguments: b, Reporter: rep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, msg := structured(t, res); msg != "answer 2" {
+		t.Fatalf("codex-reply answered %q", msg)
+	}
+	types = rep.fakeSession.types()
+	if contains(types, "session_configured") || !subsequence(types, []string{"task_started", "agent_message", "task_complete"}) {
+		t.Errorf("codex-reply's codex/event types = %q", types)
+	}
+	if len(rep.logs) == 0 {
+		t.Error("the log messages stopped")
+	}
+}
+
+func (s *fakeSession) typesOf(evs []map[string]any) []string {
+	var out []string
+	for _, e := range evs {
+		msg, _ := e["msg"].(map[string]any)
+		out = append(out, fmt.Sprint(msg["type"]))
+	}
+	return out
+}
+
+// subsequence reports whether want appears in list in order.
+func subsequence(list, want []string) bool {
+	i := 0
+	for _, x := range list {
+		if i < len(want) && x == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+// TestReplyConversationID checks codex-reply's two names for the
+// conversation: threadId (0.153) and conversationId (0.42, troupe).
+func TestReplyConversationID(t *testing.T) {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Tools(Options{Binary: bin, Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args map[string]any
+		kind tools.Kind
+		text string
+	}{
+		{map[string]any{"prompt": "hi"}, tools.KindInvalidArgument, "threadId"},
+		{map[string]any{"threadId": "a", "conversationId": "b", "prompt": "hi"}, tools.KindInvalidArgument, "differ"},
+		// One of them, or both equal: looked up (and not found here).
+		{map[string]any{"threadId": "t1", "prompt": "hi"}, tools.KindNotFound, `"t1"`},
+		{map[string]any{"conversationId": "c1", "prompt": "hi"}, tools.KindNotFound, `"c1"`},
+		{map[string]any{"threadId": "x1", "conversationId": "x1", "prompt": "hi"}, tools.KindNotFound, `"x1"`},
+	} {
+		_, err := call(context.Background(), ts[1], nil, nil, tc.args)
+		te, ok := tools.AsError(err)
+		if !ok || te.Kind != tc.kind || !strings.Contains(te.Message, tc.text) {
+			t.Errorf("%v: err = %v, want %s mentioning %s", tc.args, err, tc.kind, tc.text)
+		}
+		b, _ := json.Marshal(tc.args)
+		_, err = ts[1].(tools.Previewer).Preview(&tools.Request{Arguments: b})
+		if te, ok := tools.AsError(err); !ok || te.Kind != tc.kind {
+			t.Errorf("%v: preview err = %v, want %s", tc.args, err, tc.kind)
+		}
+	}
+}
+
+// TestOlderCodexArguments checks the arguments older Codex releases' codex
+// tool took reach thread/start: developer-instructions and compact-prompt
+// (0.153), approval-policy on-failure and include-plan-tool (0.42).
+func TestOlderCodexArguments(t *testing.T) {
+	bin, _ := os.Executable()
+	ts, err := Tools(Options{Binary: bin, Workspace: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"prompt": "x", "developer-instructions": "DEV", "compact-prompt": "SHORTEN",
+		"approval-policy": "on-failure", "include-plan-tool": true, "config": map[string]any{"model_verbosity": "low"}})
+	_, _, start, err := ts[0].(*codexTool).resolve(&tools.Request{Arguments: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, _ := start["config"].(map[string]any)
+	if start["developerInstructions"] != "DEV" || start["approvalPolicy"] != "on-request" ||
+		config["compact_prompt"] != "SHORTEN" || config["model_verbosity"] != "low" {
+		t.Fatalf("thread/start params = %v", start)
 	}
 }

@@ -34,17 +34,24 @@
 // why resume works from a fresh process and why no process outlives a
 // call (nothing to leak between calls, nothing to supervise).
 //
-// # Conversation ids
+// # Conversation ids and results
 //
-// The conversation id is Codex's thread id. The tools keep a bounded
-// in-memory table (maxConversations, least recently used dropped) of the
-// ids they started, with what a resume needs (CODEX_HOME, cwd): codex-reply
-// accepts only ids in that table, so a client cannot resume arbitrary
-// Codex sessions found on disk. The table belongs to the value Tools
-// returns; ids do not survive a restart of troupe, nor cross between
-// troupe processes (the rollout files stay in CODEX_HOME). A conversation
-// runs one turn at a time: a codex-reply while a turn of the same
-// conversation runs is refused (unavailable).
+// The conversation id is Codex's thread id. Both tools answer with the
+// final message as the first text content (all 0.42 answered) and
+// structuredContent {threadId, content} as 0.153 did, plus
+// {conversationId, message}, troupe's earlier names for the same values;
+// codex-reply takes the id as threadId (0.153) or conversationId (0.42).
+// The codex tool also takes the arguments only older releases had:
+// developer-instructions, compact-prompt, include-plan-tool (ignored) and
+// approval-policy on-failure (on-request in 0.169). The tools keep a
+// bounded in-memory table (maxConversations, least recently used dropped)
+// of the ids they started, with what a resume needs (CODEX_HOME, cwd):
+// codex-reply accepts only ids in that table, so a client cannot resume
+// arbitrary Codex sessions found on disk. The table belongs to the value
+// Tools returns; ids do not survive a restart of troupe, nor cross
+// between troupe processes (the rollout files stay in CODEX_HOME). A
+// conversation runs one turn at a time: a codex-reply while a turn of the
+// same conversation runs is refused (unavailable).
 //
 // # What the client sees while Codex works
 //
@@ -53,17 +60,30 @@
 //     sent only when the client asked for progress.
 //   - Log: every Codex notification except the token-level deltas, as a
 //     notifications/message at level info whose data is
-//     {"type": "<app-server method>", ...the notification's params}. A
-//     dedicated `codex/event` notification method (what the old
-//     codex mcp-server sent) would need support in troupe's session actor;
-//     that is a follow-up, the log message carries the same information.
+//     {"type": "<app-server method>", ...the notification's params}.
+//   - codex/event: what the old `codex mcp-server` (0.153) and
+//     `codex mcp serve` (0.42) sent, for their clients: params
+//     {"_meta": {"requestId": <the tools/call id>, "threadId": ...},
+//     "id": <the turn id, "" for session_configured>, "msg": <event>},
+//     the event translated from app-server's notification by legacyEvent
+//     (events.go): session_configured, task_started, user_message,
+//     agent_message, exec_command_begin/end, patch_apply_begin/end,
+//     exec_approval_request, token_count, turn_diff, task_complete,
+//     turn_aborted, error, ... with the fields those releases were
+//     recorded sending. It goes through the call's Session when there is
+//     one, else through a Reporter that is a tools.Notifier. Token-level
+//     deltas are not sent (the completed events carry the text), nor
+//     0.153's raw_response_item/item_started/item_completed duplicates;
+//     session_configured has no rollout_path (a host path).
 //   - Approvals: when Codex asks to run a command or change files (it does
 //     so according to approval-policy: untrusted asks for nearly every
 //     command, on-request when the model asks to escalate, never not at
 //     all), the request becomes an elicitation/create form for a person
 //     (one enum field with Codex's own decisions: accept, acceptForSession,
 //     decline, cancel — cancel also stops the turn) and the answer goes
-//     back to Codex. No client to ask, an error or an unusable answer
+//     back to Codex. Clients written for the old server may answer with
+//     its top-level {"decision": "approved" | "approved_for_session" |
+//     "denied" | "abort"} instead; that is understood too. No client to ask, an error or an unusable answer
 //     declines. Other Codex requests (questions to the user, MCP
 //     elicitations, permission grants, dynamic tools) are refused with a
 //     JSON-RPC error: this is a non-interactive relay.

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"troupe/protocol"
+	"troupe/redact"
 	"troupe/tools"
 )
 
@@ -51,7 +51,10 @@ type turn struct {
 	lastMessage      string
 	lastError        string
 	progress         float64
-	events           int // codex/event notifications sent
+	events           int    // codex/event notifications sent
+	lastEventError   string // the last error event sent, not to send it twice
+	// From thread/start's answer, for session_configured.
+	approvalPolicy, approvalsReviewer any
 }
 
 // run starts Codex, runs the turn to its end and stops Codex: no process
@@ -153,11 +156,14 @@ func (tr *turn) drive(ctx context.Context) (*turnResult, error) {
 		Thread struct {
 			ID string `json:"id"`
 		} `json:"thread"`
+		ApprovalPolicy    any `json:"approvalPolicy"`
+		ApprovalsReviewer any `json:"approvalsReviewer"`
 	}
 	if json.Unmarshal(raw, &th) != nil || th.Thread.ID == "" {
 		return nil, tools.Errorf(tools.KindInternal, "%s: Codex answered %s without a thread id", name, method)
 	}
 	tr.threadID = th.Thread.ID
+	tr.approvalPolicy, tr.approvalsReviewer = th.ApprovalPolicy, th.ApprovalsReviewer
 	if tr.spec.started != nil {
 		tr.spec.started(tr.threadID)
 	}
@@ -267,12 +273,17 @@ func (tr *turn) handle(m message) error {
 	return nil
 }
 
-// report relays one Codex notification: a progress line (when there is
-// one) and a log message with the whole event. Token-level deltas are not
-// relayed: one notification per token would flood the client, and the
-// completed item carries the same text.
+// report relays one Codex notification: as the old servers' codex/event
+// (emit), and as a progress line (when there is one) and a log message
+// with the whole event. Token-level deltas are not relayed: one
+// notification per token would flood the client, and the completed item
+// carries the same text.
 func (tr *turn) report(line, method string, params json.RawMessage) {
-	if tr.req.Reporter == nil || !relayed(method) {
+	if !relayed(method) {
+		return
+	}
+	tr.emit(method, params)
+	if tr.req.Reporter == nil {
 		return
 	}
 	if line != "" && tr.req.WantsProgress {
@@ -283,12 +294,120 @@ func (tr *turn) report(line, method string, params json.RawMessage) {
 	_ = json.Unmarshal(params, &data)
 	data["type"] = method
 	tr.req.Log(protocol.LevelInfo, data)
-	// And as Codex's own MCP server reports events: codex/event, which the
-	// session ties to the call with _meta.requestId.
-	if n, ok := tr.req.Reporter.(tools.Notifier); ok {
-		tr.events++
-		n.Notify("codex/event", map[string]any{"id": strconv.Itoa(tr.events), "msg": data})
+}
+
+// MethodEvent is the notification method the old Codex MCP servers sent
+// their events with, and so does this package.
+const MethodEvent = "codex/event"
+
+// emit sends a notification as Codex 0.153's codex mcp-server did:
+// codex/event with params {"_meta": {"requestId", "threadId"}, "id": the
+// turn's id ("" for session_configured), "msg": the old EventMsg
+// (legacyEvent)}. It goes through the call's Reporter when that is a
+// tools.Notifier (which adds _meta.requestId), else through the call's
+// Session. Strings in the
+// event are masked with the call's secrets.
+func (tr *turn) emit(method string, params json.RawMessage) {
+	n, isNotifier := tr.req.Reporter.(tools.Notifier)
+	if tr.req.Session == nil && !isNotifier {
+		return
 	}
+	if method == "thread/started" && tr.spec.start == nil {
+		return // a resumed thread: 0.153's codex-reply sent no session_configured
+	}
+	typ, msg, ok := legacyEvent(method, params)
+	if !ok {
+		return
+	}
+	switch typ {
+	case "session_configured":
+		if tr.approvalPolicy != nil {
+			msg["approval_policy"] = tr.approvalPolicy
+		}
+		if tr.approvalsReviewer != nil {
+			msg["approvals_reviewer"] = tr.approvalsReviewer
+		}
+	case "task_complete":
+		if msg["last_agent_message"] == nil && tr.lastMessage != "" {
+			msg["last_agent_message"] = tr.lastMessage
+		}
+	case "error":
+		// A failed turn reports its error twice (error, then
+		// turn/completed with it); the old servers sent it once.
+		text, _ := msg["message"].(string)
+		if text == tr.lastEventError {
+			return
+		}
+		tr.lastEventError = text
+	}
+	id := ""
+	if typ != "session_configured" {
+		id = eventTurnID(params)
+		if id == "" {
+			id = tr.turnID
+		}
+	}
+	ev := map[string]any{"id": id, "msg": redactValue(tr.req.Secrets, msg)}
+	tr.events++
+	meta := map[string]any{}
+	if tr.threadID != "" {
+		meta["threadId"] = tr.threadID
+	}
+	ev["_meta"] = meta
+	if isNotifier {
+		// The call's own path: it adds _meta.requestId, paces the
+		// tool by what the client has taken, keeps the events ahead of
+		// the result, and on HTTP sends them on the call's stream.
+		n.Notify(MethodEvent, ev)
+		return
+	}
+	if len(tr.req.RequestID) > 0 {
+		meta["requestId"] = tr.req.RequestID
+	}
+	tr.req.Session.Notify(MethodEvent, ev)
+}
+
+// eventTurnID is the turn a notification belongs to: params.turnId, or
+// params.turn.id; "" when it names none.
+func eventTurnID(params json.RawMessage) string {
+	var p struct {
+		TurnID string `json:"turnId"`
+		Turn   struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	if p.TurnID != "" {
+		return p.TurnID
+	}
+	return p.Turn.ID
+}
+
+// redactValue masks r's values in every string of v (maps and slices as
+// decoded from JSON), in place.
+func redactValue(r *redact.Redactor, v any) any {
+	if r.Len() == 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		return r.Replace(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = redactValue(r, e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = redactValue(r, e)
+		}
+	case []string:
+		for i, e := range x {
+			x[i] = r.Replace(e)
+		}
+	}
+	return v
 }
 
 // relayed reports whether a notification is worth passing on.
