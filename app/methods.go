@@ -12,7 +12,10 @@ import (
 // management_methods): the conversation, auth and config methods bridged
 // to Codex when its binary is found, and execOneOffCommand, which runs
 // through shell.exec's sandbox and approval and is served while [shell] is
-// enabled. nil when there are none. It is built once: changes to [codex]
+// enabled. nil when there are none. The Codex methods run with the same
+// options as the codex tools (codexOptions), so features.
+// enable_mcp_server_surface keeps Codex's sandbox within workspace-write
+// for their threads and turns too. It is built once: changes to [codex]
 // and [shell] reach the methods at the next start (reload.go says so).
 func (a *App) buildMethods(cfg *config.Config) (*tools.Registry, error) {
 	if !cfg.Codex.ManagementMethods {

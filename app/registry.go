@@ -62,13 +62,16 @@ func (a *App) buildRegistry(cfg *config.Config, servers []serverTools) (*tools.R
 			regs = append(regs, tools.Registration{Tool: tools.WithMeta(shell, shellMeta), Source: "first-party"})
 		}
 	}
+	// codex and codex-reply are served whatever the feature gate says: it
+	// decides their approval and sandbox defaults (codexOptions), not
+	// whether legacy clients find them.
+	regs = append(regs, codexTools(cfg, ws.Dir(), log)...)
 	if cfg.Features.EnableMcpServerSurface {
 		cmds, err := commandTools(cfg, ws.Dir(), sb, limits)
 		if err != nil {
 			return nil, err
 		}
 		regs = append(regs, cmds...)
-		regs = append(regs, codexTools(cfg, ws.Dir(), log)...)
 		regs = dropCollisions(append(regs, proxiedTools(servers, log)...), log)
 	}
 	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
@@ -166,9 +169,13 @@ func sandboxLimits(cfg *config.Config) sandbox.Limits {
 		MaxOpenFiles: cfg.Sandbox.MaxOpenFiles, CPUSeconds: cfg.Sandbox.CPUSeconds, MaxMemoryBytes: cfg.Sandbox.MaxMemoryBytes}
 }
 
-// codexOptions are the options Codex runs with, from [codex] and troupe's
-// environment; false when Codex is not to be offered (disabled, or no
-// binary found).
+// codexOptions are the options Codex runs with, from [codex], the feature
+// gate and troupe's environment; false when Codex is not to be offered
+// (disabled, or no binary found). features.enable_mcp_server_surface is
+// Surface: on, troupe's gate asks before every codex/codex-reply call and
+// Codex's sandbox is kept within workspace-write; off, the legacy
+// behaviour (Codex's own approval questions only, the sandbox the client
+// asks for). The tools and the management methods get the same options.
 func codexOptions(cfg *config.Config, wsDir string, log *slog.Logger) (codexagent.Options, bool) {
 	if !cfg.Codex.Enabled {
 		return codexagent.Options{}, false
@@ -191,7 +198,8 @@ func codexOptions(cfg *config.Config, wsDir string, log *slog.Logger) (codexagen
 			env[k] = v
 		}
 	}
-	return codexagent.Options{Binary: bin, Workspace: wsDir, Env: env, Timeout: cfg.Codex.Timeout}, true
+	return codexagent.Options{Binary: bin, Workspace: wsDir, Env: env, Timeout: cfg.Codex.Timeout,
+		Surface: cfg.Features.EnableMcpServerSurface, Logger: log}, true
 }
 
 // codexTools are codex and codex-reply when Codex is offered.

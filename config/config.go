@@ -157,8 +157,10 @@ type Docs struct {
 // Features is the [features] table.
 type Features struct {
 	// EnableMcpServerSurface exposes config-declared command tools and the
-	// tools of downstream MCP servers. Off, only troupe's first-party tools
-	// are served (the "legacy surface"); the other tables are still checked.
+	// tools of downstream MCP servers, and puts Codex behind troupe's gate
+	// and sandbox defaults. Off, only troupe's first-party tools and Codex
+	// are served (the "legacy surface": Codex as its own MCP server served
+	// it, no troupe gate on codex calls); the other tables are still checked.
 	EnableMcpServerSurface bool `koanf:"enable_mcp_server_surface"`
 }
 
@@ -228,8 +230,7 @@ type Shell struct {
 
 // Codex is the [codex] table: the codex and codex-reply tools.
 type Codex struct {
-	// Enabled offers the tools when a Codex binary is found (and the MCP
-	// server surface is on).
+	// Enabled offers the tools when a Codex binary is found.
 	Enabled bool `koanf:"enabled"`
 	// Binary is the codex executable; "" looks it up on PATH.
 	Binary string `koanf:"binary"`

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,5 +108,192 @@ func TestExecOneOffCommandNeedsApproval(t *testing.T) {
 	m = s.call(5, "execOneOffCommand", map[string]any{"command": "not an argv"})
 	if e, _ := m["error"].(map[string]any); e == nil || e["code"] != float64(-32602) {
 		t.Fatalf("bad params: %v", m)
+	}
+}
+
+// TestConversationSurvivesARestart: a conversation made through one troupe
+// is resumed through the next (Codex persisted it), listened to and
+// continued, and the model sees its history.
+func TestConversationSurvivesARestart(t *testing.T) {
+	bin := codexBinary(t)
+	model := newScriptedModel(t, func(req modelRequest) modelItem {
+		raw, _ := json.Marshal(req.Input)
+		if strings.Contains(string(raw), "after restart") {
+			if strings.Contains(string(raw), "answer one") {
+				return message("answer two")
+			}
+			return message("history missing")
+		}
+		return message("answer one")
+	})
+	home, ws := scriptedCodexHome(t, model), t.TempDir()
+	start := func() *flowPeer {
+		cmd := exec.Command(troupeBinary(t), "serve", "--workspace", ws, "-c", fmt.Sprintf("codex.binary=%q", bin))
+		cmd.Env, cmd.Dir = peerEnv(home), ws
+		p := &flowPeer{t: t, s: startPeer(t, cmd, true)}
+		init := map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "orchestrator", "version": "1"}}
+		if m := p.call("initialize", init); m["error"] != nil {
+			t.Fatalf("initialize: %v", m)
+		}
+		p.s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return p
+	}
+	result := func(m map[string]any) map[string]any {
+		t.Helper()
+		res, ok := m["result"].(map[string]any)
+		if !ok {
+			t.Fatalf("want a result, got %v", m)
+		}
+		return res
+	}
+
+	first := start()
+	conv := result(first.call("newConversation", map[string]any{"cwd": ws}))
+	cid, rollout := conv["conversationId"].(string), conv["rolloutPath"].(string)
+	result(first.call("addConversationListener", map[string]any{"conversationId": cid}))
+	result(first.call("sendUserMessage", map[string]any{"conversationId": cid, "items": textItems("first question")}))
+	first.waitEvent("task_complete", cid)
+	first.s.stdin.Close()
+	if ok, err := first.s.waitExit(20 * time.Second); !ok || err != nil {
+		t.Fatalf("the first troupe did not exit cleanly (%v); its log:\n%s", err, first.s.stderrText())
+	}
+
+	second := start()
+	resumed := result(second.call("resumeConversation", map[string]any{"path": rollout}))
+	if resumed["conversationId"] != cid || resumed["model"] == nil {
+		t.Fatalf("resumeConversation: %v", resumed)
+	}
+	result(second.call("addConversationListener", map[string]any{"conversationId": cid}))
+	result(second.call("sendUserMessage", map[string]any{"conversationId": cid, "items": textItems("after restart")}))
+	if done := second.waitEvent("task_complete", cid); !strings.Contains(fmt.Sprint(done), "answer two") {
+		t.Fatalf("the resumed conversation ended with %v", done)
+	}
+	if list := result(second.call("listConversations", map[string]any{})); !strings.Contains(fmt.Sprint(list["items"]), cid) {
+		t.Fatalf("the resumed conversation is not listed: %v", list)
+	}
+	// troupe ends when its input does, its sessions' Codex with it.
+	second.s.stdin.Close()
+	if ok, err := second.s.waitExit(20 * time.Second); !ok || err != nil {
+		t.Fatalf("the second troupe did not exit cleanly (%v); its log:\n%s", err, second.s.stderrText())
+	}
+}
+
+// waitExit waits up to d for the peer to exit and returns how it did;
+// false if it is still running. The exit stays readable for the peer's
+// cleanup.
+func (s *stdioServer) waitExit(d time.Duration) (bool, error) {
+	select {
+	case err := <-s.exited:
+		s.exited <- err
+		return true, err
+	case <-time.After(d):
+		return false, nil
+	}
+}
+
+// TestManagementMethodsOverHTTP: the methods are served on an HTTP session
+// too, behind the bearer token, and their answers are JSON-RPC responses
+// on the request's POST.
+func TestManagementMethodsOverHTTP(t *testing.T) {
+	bin := codexBinary(t)
+	t.Setenv("CODEX_HOME", scriptedCodexHome(t, nil))
+	t.Setenv("RUST_BACKTRACE", "")
+	ws, token := t.TempDir(), newToken(t)
+	srv := startHTTPServer(t, ws, token, "-c", fmt.Sprintf("codex.binary=%q", bin))
+	post := func(session, body string) (*http.Response, map[string]any) {
+		t.Helper()
+		h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": "2025-06-18"}
+		if session != "" {
+			h["Mcp-Session-Id"] = session
+		}
+		resp := srv.request(t, http.MethodPost, strings.NewReader(body), h)
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		for _, line := range strings.Split(string(raw), "\n") {
+			line = strings.TrimPrefix(strings.TrimSpace(line), "data:")
+			if json.Unmarshal([]byte(line), &m) == nil && m["id"] != nil {
+				return resp, m
+			}
+		}
+		return resp, nil
+	}
+	resp, m := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"orchestrator","version":"1"}}}`)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if m == nil || m["error"] != nil || session == "" {
+		t.Fatalf("initialize: %v", m)
+	}
+	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if _, m = post(session, `{"jsonrpc":"2.0","id":2,"method":"getUserAgent"}`); m == nil || m["error"] != nil {
+		t.Fatalf("getUserAgent: %v", m)
+	}
+	if ua, _ := m["result"].(map[string]any)["userAgent"].(string); ua == "" {
+		t.Fatalf("getUserAgent: %v", m)
+	}
+	_, m = post(session, `{"jsonrpc":"2.0","id":3,"method":"newConversation","params":{}}`)
+	if res, _ := m["result"].(map[string]any); res["conversationId"] == nil {
+		t.Fatalf("newConversation: %v", m)
+	}
+	srv.token = ""
+	if resp := srv.request(t, http.MethodPost, strings.NewReader(`{"jsonrpc":"2.0","id":4,"method":"getUserAgent"}`),
+		map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Mcp-Session-Id": session}); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without the token: %s", resp.Status)
+	}
+}
+
+// TestFeatureGateKeepsCodexsSurface: with features.enable_mcp_server_surface
+// on and off, troupe serves the same codex and codex-reply (names, input
+// schemas) and the same management methods; only the approval differs (on:
+// troupe asks before a codex call).
+func TestFeatureGateKeepsCodexsSurface(t *testing.T) {
+	bin := codexBinary(t)
+	type surface struct {
+		tools     map[string]string // name → input schema
+		approval  map[string]any    // name → _meta approval hint
+		userAgent string
+	}
+	look := func(gate bool) surface {
+		ws := t.TempDir()
+		cmd := exec.Command(troupeBinary(t), "serve", "--workspace", ws, "-c", fmt.Sprintf("codex.binary=%q", bin),
+			"-c", fmt.Sprintf("features.enable_mcp_server_surface=%v", gate))
+		cmd.Env, cmd.Dir = peerEnv(scriptedCodexHome(t, nil)), ws
+		p := &flowPeer{t: t, s: startPeer(t, cmd, true)}
+		init := map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "orchestrator", "version": "1"}}
+		p.call("initialize", init)
+		p.s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		list, _ := p.call("tools/list", nil)["result"].(map[string]any)
+		out := surface{tools: map[string]string{}, approval: map[string]any{}}
+		for _, x := range list["tools"].([]any) {
+			tool := x.(map[string]any)
+			name := tool["name"].(string)
+			if name != "codex" && name != "codex-reply" {
+				continue
+			}
+			b, _ := json.Marshal(tool["inputSchema"])
+			out.tools[name] = string(b)
+			meta, _ := tool["_meta"].(map[string]any)
+			out.approval[name] = meta["dev.troupe/requires_approval"]
+		}
+		res, _ := p.call("getUserAgent", nil)["result"].(map[string]any)
+		out.userAgent, _ = res["userAgent"].(string)
+		return out
+	}
+	on, off := look(true), look(false)
+	if len(on.tools) != 2 || len(off.tools) != 2 {
+		t.Fatalf("codex tools served: on %v, off %v", on.tools, off.tools)
+	}
+	for name, schema := range on.tools {
+		if off.tools[name] != schema {
+			t.Errorf("%s's input schema differs:\n on:  %s\n off: %s", name, schema, off.tools[name])
+		}
+	}
+	if on.userAgent == "" || off.userAgent == "" {
+		t.Errorf("getUserAgent: on %q, off %q", on.userAgent, off.userAgent)
+	}
+	if on.approval["codex"] != true || off.approval["codex"] == true {
+		t.Errorf("approval: on %v, off %v", on.approval, off.approval)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,6 +34,21 @@ type Options struct {
 	Workspace string            // default cwd; cwd arguments must lie inside it
 	Env       map[string]string // the environment Codex runs with (the caller builds it: PATH, HOME, CODEX_HOME, ...)
 	Timeout   time.Duration     // ceiling of one turn (0: 10 minutes)
+	// Surface says whether the tools are served through troupe's MCP
+	// server surface (features.enable_mcp_server_surface, on in the
+	// default configuration), which brings troupe's approval and sandbox
+	// defaults: codex and codex-reply need a person's approval for every
+	// call, and Codex's sandbox is never wider than workspace-write for
+	// anything troupe starts (see confine). Off is the legacy behaviour
+	// for clients migrating from Codex's own server: no troupe gate, and
+	// the sandbox the client asks for. Codex's own approval questions are
+	// relayed either way, and the tools' names, input schemas and the
+	// methods' params are the same in both modes, so a client works
+	// unchanged when the gate flips.
+	Surface bool
+	// Logger receives the narrowings of Codex's sandbox (info); nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 // toolSet is the state both tools share: the options, resolved, and the
@@ -44,6 +60,7 @@ type toolSet struct {
 	wsReal    string
 	timeout   time.Duration
 	convs     *conversations
+	log       *slog.Logger
 	// onStart, when set (tests), learns the pid of every Codex started.
 	onStart func(pid int)
 }
@@ -76,7 +93,10 @@ func Tools(opts Options) ([]tools.Tool, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("codex: workspace %s is not a directory", opts.Workspace)
 	}
-	s := &toolSet{opts: opts, wsReal: ws, timeout: opts.Timeout, convs: newConversations(maxConversations)}
+	s := &toolSet{opts: opts, wsReal: ws, timeout: opts.Timeout, convs: newConversations(maxConversations), log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -111,7 +131,7 @@ const codexInput = `{
     "profile": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$", "description": "A Codex configuration profile: CODEX_HOME/<profile>.config.toml is applied on top of Codex's configuration."},
     "cwd": {"type": "string", "description": "Codex's working directory, relative to the workspace root or absolute inside it (default: the root)."},
     "approval-policy": {"type": "string", "enum": ["untrusted", "on-failure", "on-request", "never"], "description": "When Codex asks before running a command: untrusted (almost always), on-request (when the model asks for more than the sandbox allows; on-failure, from older Codex releases, means the same), never. Questions are relayed to the client as elicitation forms."},
-    "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "danger-full-access"], "description": "Codex's sandbox for the commands it runs."},
+    "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "danger-full-access"], "description": "Codex's sandbox for the commands it runs. Where troupe confines Codex (the tool's description says so), danger-full-access is narrowed to workspace-write."},
     "config": {"type": "object", "description": "Codex configuration overrides, dotted keys as with codex -c (e.g. {\"model_reasoning_effort\": \"high\"})."},
     "base-instructions": {"type": "string", "description": "Instructions that replace Codex's default base instructions."},
     "developer-instructions": {"type": "string", "description": "Instructions added as a developer message, on top of the base instructions."},
@@ -156,20 +176,32 @@ const output = `{
 // MetaConversationID is the result's _meta key holding the conversation id.
 const MetaConversationID = protocol.MetaPrefix + "codex/conversationId"
 
+// spec is a tool's Spec. Only the gate (RequiresApproval, HighRisk) and
+// the last sentences of the description depend on Options.Surface; the
+// name, title, schemas and annotations are the same in both modes.
 func (s *toolSet) spec(name, title, desc, input string) tools.Spec {
 	no, yes := false, true
+	note := isolationNote
+	if s.opts.Surface {
+		note = surfaceNote
+	}
 	return tools.Spec{
-		Name: name, Title: title, Description: desc,
+		Name: name, Title: title, Description: desc + note,
 		InputSchema: json.RawMessage(input), OutputSchema: json.RawMessage(output),
 		Annotations: &protocol.ToolAnnotations{Title: title, ReadOnlyHint: &no, DestructiveHint: &yes, OpenWorldHint: &yes},
-		Safety: tools.Safety{RequiresApproval: true, HighRisk: true, SandboxProfile: "none", AllowNetwork: true,
+		Safety: tools.Safety{RequiresApproval: s.opts.Surface, HighRisk: s.opts.Surface, SandboxProfile: "none", AllowNetwork: true,
 			SideEffects: []string{"filesystem", "process", "network"}, Timeout: s.timeout, Streaming: true},
 	}
 }
 
-const isolationNote = " troupe does not sandbox Codex: Codex applies its own sandbox (the sandbox argument or its configuration) " +
-	"to the commands it runs, and asks before running some (approval-policy); those questions are relayed to the client. " +
-	"Every call needs a person's approval."
+// The tools' isolation sentences: isolationNote without troupe's surface
+// (legacy), surfaceNote with it (Options.Surface).
+const (
+	isolationNote = " troupe does not sandbox Codex: Codex applies its own sandbox (the sandbox argument or its configuration) " +
+		"to the commands it runs, and asks before running some (approval-policy); those questions are relayed to the client."
+	surfaceNote = isolationNote + " troupe keeps that sandbox within workspace-write (danger-full-access is narrowed to it), " +
+		"and every call needs a person's approval."
+)
 
 // codexTool is the codex tool.
 type codexTool struct{ s *toolSet }
@@ -178,7 +210,7 @@ type codexTool struct{ s *toolSet }
 func (t *codexTool) Spec() tools.Spec {
 	return t.s.spec(NameCodex, "Start a Codex session",
 		"Runs the Codex coding agent on a prompt in the workspace and returns its final message and a conversationId "+
-			"to continue with codex-reply. Codex can read and write files and run commands."+isolationNote, codexInput)
+			"to continue with codex-reply. Codex can read and write files and run commands.", codexInput)
 }
 
 // codexArgs are codex's arguments.
@@ -268,7 +300,8 @@ func (t *codexTool) Call(ctx context.Context, req *tools.Request) (*protocol.Cal
 	res, err := t.s.run(ctx, req, turnSpec{tool: NameCodex, dir: dir, start: start, prompt: a.Prompt,
 		started: func(threadID string) {
 			id = threadID
-			t.s.convs.add(threadID, t.s.codexHome, dir)
+			sandbox, _ := start["sandbox"].(string) // as sent: confine has run
+			t.s.convs.add(threadID, t.s.codexHome, dir, sandbox)
 		}})
 	if err != nil {
 		return nil, err
@@ -284,7 +317,7 @@ func (t *replyTool) Spec() tools.Spec {
 	return t.s.spec(NameReply, "Continue a Codex session",
 		"Sends the next prompt to a Codex conversation the codex tool started (by its threadId, also accepted as "+
 			"conversationId) and returns "+
-			"Codex's final message. Conversation ids live in this troupe process only."+isolationNote, replyInput)
+			"Codex's final message. Conversation ids live in this troupe process only.", replyInput)
 }
 
 // replyArgs are codex-reply's arguments.
@@ -342,7 +375,8 @@ func (t *replyTool) Call(ctx context.Context, req *tools.Request) (*protocol.Cal
 		return nil, err
 	}
 	defer t.s.convs.release(conv.id)
-	res, err := t.s.run(ctx, req, turnSpec{tool: NameReply, dir: conv.cwd, resumeID: conv.id, prompt: a.Prompt})
+	res, err := t.s.run(ctx, req, turnSpec{tool: NameReply, dir: conv.cwd, resumeID: conv.id,
+		sandbox: conv.sandbox, prompt: a.Prompt})
 	if err != nil {
 		return nil, err
 	}

@@ -13,12 +13,16 @@ const maxConversations = 256
 
 // conversation is what codex-reply needs to continue a thread: the thread
 // id (also the conversation id the client sees), the CODEX_HOME holding
-// its rollout, and the working directory it was started in.
+// its rollout, the working directory it was started in, and the sandbox
+// mode troupe started it with. Codex 0.169 does not restore every
+// sandbox on thread/resume (a workspace-write thread comes back with the
+// configuration's sandbox), so codex-reply asks for the same one again.
 type conversation struct {
 	id        string
 	codexHome string
 	cwd       string
-	busy      bool // a turn runs: one turn at a time per conversation
+	sandbox   string // the SandboxMode sent with thread/start; "" for Codex's configuration
+	busy      bool   // a turn runs: one turn at a time per conversation
 	elem      *list.Element
 }
 
@@ -37,7 +41,7 @@ func newConversations(max int) *conversations {
 }
 
 // add records a new conversation, busy with its first turn.
-func (cs *conversations) add(id, codexHome, cwd string) {
+func (cs *conversations) add(id, codexHome, cwd, sandbox string) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if c, ok := cs.byID[id]; ok {
@@ -45,7 +49,7 @@ func (cs *conversations) add(id, codexHome, cwd string) {
 		cs.order.MoveToFront(c.elem)
 		return
 	}
-	c := &conversation{id: id, codexHome: codexHome, cwd: cwd, busy: true}
+	c := &conversation{id: id, codexHome: codexHome, cwd: cwd, sandbox: sandbox, busy: true}
 	c.elem = cs.order.PushFront(c)
 	cs.byID[id] = c
 	// Forget the least recently used idle ones; busy ones stay (their

@@ -6,6 +6,7 @@
 //		Binary:    "/usr/local/bin/codex",
 //		Workspace: "/home/me/project",
 //		Env:       map[string]string{"PATH": "/usr/bin:/bin", "HOME": home, "CODEX_HOME": codexHome},
+//		Surface:   true, // troupe's approval and sandbox defaults
 //	})
 //	// ts[0] is "codex", ts[1] is "codex-reply"; add them to the registry.
 //
@@ -92,8 +93,28 @@
 //
 // troupe does not sandbox Codex (the tools' sandbox profile is "none"):
 // Codex confines the commands it runs with its own sandbox (the sandbox
-// argument, default from Codex's config). Both tools are high risk, so
-// every call needs a person's approval. Codex runs as the leader of its
+// argument, default from Codex's config). What troupe adds depends on
+// Options.Surface, the feature gate features.enable_mcp_server_surface:
+//
+//   - On (troupe's MCP server surface, the default configuration): both
+//     tools are high risk, so every call needs a person's approval, and
+//     Codex's sandbox is never wider than workspace-write for anything
+//     troupe starts, the management methods' threads and turns included.
+//     One function, confine (sandbox.go), sees every thread/start,
+//     thread/resume and turn/start: a client's danger-full-access
+//     becomes workspace-write, and when nothing is asked but the thread's
+//     effective sandbox (Codex states it when the thread starts or
+//     resumes; the user's config.toml may say danger-full-access) is
+//     wider, turn/start asks for workspace-write without network. Each
+//     narrowing is logged (Options.Logger, info).
+//   - Off (legacy, for clients of Codex's own servers while they
+//     migrate): no troupe gate, and the sandbox is what the client asks
+//     for.
+//
+// Codex's own approval questions are relayed in both modes, and the
+// tools' names, titles and input schemas and the methods' params are the
+// same in both; only the descriptions' sentence about approval and
+// confinement differs. Codex runs as the leader of its
 // own process group with exactly Options.Env as its environment. When the
 // call's context ends (client cancel, deadline) or the turn ceiling
 // (Options.Timeout) passes, troupe asks Codex to interrupt the turn, then

@@ -175,6 +175,10 @@ type mconv struct {
 	hostC *appClient // that Codex
 	path  string     // the rollout file
 	model string
+	// sandbox is the thread's sandbox as Codex last stated it (its
+	// thread/start or thread/resume answer) or troupe last set it
+	// (turn/start): what confine checks before a turn that asks for none.
+	sandbox map[string]any
 
 	turnID      string // the running turn; "" when none
 	lastDone    string // the last turn that completed
@@ -357,7 +361,9 @@ func (c *mcall) loaded(ctx context.Context, id string) (*mconv, *appClient, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := cl.call(ctx, "thread/resume", map[string]any{"threadId": id, "excludeTurns": true})
+	params := map[string]any{"threadId": id, "excludeTurns": true}
+	ms.s.confine(c.name, "thread/resume", params, nil)
+	raw, err := cl.call(ctx, "thread/resume", params)
 	if err != nil {
 		var re *rpcError
 		if errors.As(err, &re) {
@@ -382,6 +388,9 @@ func (c *mcall) loaded(ctx context.Context, id string) (*mconv, *appClient, erro
 	}
 	if r.Model != "" {
 		cv.model = r.Model
+	}
+	if sb := effectiveSandbox(raw); sb != nil {
+		cv.sandbox = sb
 	}
 	return cv, cl, nil
 }

@@ -130,6 +130,7 @@ func newConversation(ctx context.Context, c *mcall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.ms.s.confine(c.name, "thread/start", params, nil)
 	raw, err := cl.call(ctx, "thread/start", params)
 	if err != nil {
 		return nil, err
@@ -140,7 +141,7 @@ func newConversation(ctx context.Context, c *mcall) (any, error) {
 	}
 	c.ms.mu.Lock()
 	c.ms.convs[r.Thread.ID] = &mconv{id: r.Thread.ID, owner: c.sess.id, host: c.sess, hostC: cl,
-		path: r.Thread.Path, model: r.Model}
+		path: r.Thread.Path, model: r.Model, sandbox: effectiveSandbox(raw)}
 	c.ms.mu.Unlock()
 	return map[string]any{"conversationId": r.Thread.ID, "model": r.Model, "rolloutPath": r.Thread.Path}, nil
 }
@@ -314,6 +315,7 @@ func resumeConversation(ctx context.Context, c *mcall) (any, error) {
 			return nil, err
 		}
 	}
+	ms.s.confine(c.name, "thread/resume", params, nil)
 	raw, err := cl.call(ctx, "thread/resume", params)
 	if err != nil {
 		return nil, err
@@ -339,6 +341,9 @@ func resumeConversation(ctx context.Context, c *mcall) (any, error) {
 		}
 	}
 	cv.path, cv.model = r.Thread.Path, r.Model
+	if sb := effectiveSandbox(raw); sb != nil {
+		cv.sandbox = sb
+	}
 	ms.mu.Unlock()
 
 	var initial []any

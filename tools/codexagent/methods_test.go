@@ -105,21 +105,21 @@ type methodsEnv struct {
 
 func methSetup(t *testing.T, model *scriptedModel, mo MethodOptions) *methodsEnv {
 	t.Helper()
-	bin := codexBinary(t)
-	home, ws := t.TempDir(), t.TempDir()
-	cfg := fmt.Sprintf(`model = "scripted"
-model_provider = "scripted"
+	return methSetupWith(t, model, mo, "", nil)
+}
 
-[model_providers.scripted]
-name = "scripted"
-base_url = %q
-wire_api = "responses"
-`, model.srv.URL+"/v1")
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
+// methSetupWith is methSetup with extra config.toml lines (top-level
+// keys) and a last word on the options.
+func methSetupWith(t *testing.T, model *scriptedModel, mo MethodOptions, extra string, adjust func(*Options)) *methodsEnv {
+	t.Helper()
+	bin := codexBinary(t)
+	home, ws := writeCodexHome(t, model, extra), t.TempDir()
+	opts := Options{Binary: bin, Workspace: ws, Timeout: 2 * time.Minute,
+		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "CODEX_HOME": home, "LANG": "C.UTF-8"}}
+	if adjust != nil {
+		adjust(&opts)
 	}
-	list, err := Methods(Options{Binary: bin, Workspace: ws, Timeout: 2 * time.Minute,
-		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "CODEX_HOME": home, "LANG": "C.UTF-8"}}, mo)
+	list, err := Methods(opts, mo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,6 +159,10 @@ func (c *mcall) startTurn(ctx context.Context, id string, params map[string]any)
 		return nil, err
 	}
 	params["threadId"] = id
+	c.ms.mu.Lock()
+	effective := cv.sandbox
+	c.ms.mu.Unlock()
+	set := c.ms.s.confine(c.name, "turn/start", params, effective)
 	raw, err := cl.call(ctx, "turn/start", params)
 	if err != nil {
 		return nil, err
@@ -174,6 +178,9 @@ func (c *mcall) startTurn(ctx context.Context, id string, params map[string]any)
 		cv.turnID = r.Turn.ID
 	}
 	cv.turnSession = c.sess.id
+	if set != nil && cv.hostC == cl {
+		cv.sandbox = set // turn/start's policy holds for the following turns
+	}
 	c.ms.mu.Unlock()
 	return map[string]any{}, nil
 }

@@ -144,21 +144,31 @@ func TestParityWithCodex153(t *testing.T) {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		t.Fatal(err)
 	}
-	_, ts, _ := setup(t, model)
-	mine := map[string]tools.Spec{}
-	for _, tool := range ts {
-		mine[tool.Spec().Name] = tool.Spec()
+	s, ts, _ := setup(t, model)
+	// Both modes of the feature gate (Options.Surface) offer the same
+	// names and arguments as 0.153.4.
+	surfaced := s.opts
+	surfaced.Surface = true
+	tsOn, err := Tools(surfaced)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(list.Tools) != 2 {
 		t.Fatalf("0.153.4 listed %d tools", len(list.Tools))
 	}
-	for _, o := range list.Tools {
-		spec, ok := mine[o.Name]
-		if !ok {
-			t.Errorf("troupe has no %s tool", o.Name)
-			continue
+	for i, set := range [][]tools.Tool{ts, tsOn} {
+		mine := map[string]tools.Spec{}
+		for _, tool := range set {
+			mine[tool.Spec().Name] = tool.Spec()
 		}
-		compareSchemas(t, o, spec)
+		for _, o := range list.Tools {
+			spec, ok := mine[o.Name]
+			if !ok {
+				t.Errorf("troupe has no %s tool (surface %v)", o.Name, i == 1)
+				continue
+			}
+			compareSchemas(t, o, spec)
+		}
 	}
 
 	// One call each way, same scripted model.

@@ -25,6 +25,7 @@ type turnSpec struct {
 	dir      string         // the process's working directory
 	start    map[string]any // thread/start params; nil to resume
 	resumeID string         // the thread to resume
+	sandbox  string         // with resumeID: the SandboxMode to resume with ("": Codex's choice)
 	prompt   string
 	// started is called with the thread id once Codex knows it (before
 	// the turn runs), so the conversation is recorded even if the turn
@@ -147,7 +148,11 @@ func (tr *turn) drive(ctx context.Context) (*turnResult, error) {
 	method, params := "thread/start", tr.spec.start
 	if params == nil {
 		method, params = "thread/resume", map[string]any{"threadId": tr.spec.resumeID}
+		if tr.spec.sandbox != "" {
+			params["sandbox"] = tr.spec.sandbox
+		}
 	}
+	tr.t.confine(name, method, params, nil)
 	raw, err := c.call(ctx, method, params, tr.handle)
 	if err != nil {
 		return nil, tr.rpcFailure(method, err)
@@ -167,10 +172,12 @@ func (tr *turn) drive(ctx context.Context) (*turnResult, error) {
 	if tr.spec.started != nil {
 		tr.spec.started(tr.threadID)
 	}
-	raw, err = c.call(ctx, "turn/start", map[string]any{
+	turnParams := map[string]any{
 		"threadId": tr.threadID,
 		"input":    []any{map[string]any{"type": "text", "text": tr.spec.prompt}},
-	}, tr.handle)
+	}
+	tr.t.confine(name, "turn/start", turnParams, effectiveSandbox(raw))
+	raw, err = c.call(ctx, "turn/start", turnParams, tr.handle)
 	if err != nil {
 		return nil, tr.rpcFailure("turn/start", err)
 	}
