@@ -297,3 +297,53 @@ func TestFeatureGateKeepsCodexsSurface(t *testing.T) {
 		t.Errorf("approval: on %v, off %v", on.approval, off.approval)
 	}
 }
+
+// TestAPIKeyStaysOutOfLogs: an API key given to loginApiKey reaches Codex
+// (getAuthStatus shows the asking session it is in use) and never troupe's
+// log, even at debug level, nor the audit log, which still records the
+// call.
+func TestAPIKeyStaysOutOfLogs(t *testing.T) {
+	bin := codexBinary(t)
+	const key = "sk-troupe-e2e-marker-4f1c9a"
+	ws, audit := t.TempDir(), filepath.Join(t.TempDir(), "audit.jsonl")
+	cmd := exec.Command(troupeBinary(t), "serve", "--workspace", ws, "--log-level", "debug", "-c", fmt.Sprintf("codex.binary=%q", bin),
+		"-c", fmt.Sprintf("audit.path=%q", audit))
+	// Codex's own provider (no config.toml): OpenAI auth is what it uses.
+	// Nothing here reaches a model.
+	cmd.Env, cmd.Dir = peerEnv(t.TempDir()), ws
+	p := &flowPeer{t: t, s: startPeer(t, cmd, true)}
+	init := map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "orchestrator", "version": "1"}}
+	p.call("initialize", init)
+	p.s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if m := p.call("loginApiKey", map[string]any{"apiKey": key}); m["error"] != nil {
+		t.Fatalf("loginApiKey: %v", m)
+	}
+	status, _ := p.call("getAuthStatus", map[string]any{"includeToken": true})["result"].(map[string]any)
+	if status["authMethod"] != "apikey" || status["authToken"] != key {
+		t.Fatalf("getAuthStatus: %v", status)
+	}
+	if m := p.call("loginApiKey", map[string]any{"apiKey": ""}); m["error"] == nil {
+		t.Fatalf("an empty key was accepted: %v", m)
+	}
+	if m := p.call("logoutChatGpt", nil); m["error"] != nil {
+		t.Fatalf("logoutChatGpt: %v", m)
+	}
+	p.s.stdin.Close()
+	if ok, err := p.s.waitExit(20 * time.Second); !ok || err != nil {
+		t.Fatalf("troupe did not exit cleanly (%v)", err)
+	}
+	if strings.Contains(p.s.stderrText(), key) {
+		t.Fatalf("troupe's log holds the API key:\n%s", p.s.stderrText())
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), key) || !strings.Contains(string(b), `"tool":"loginApiKey"`) || !strings.Contains(string(b), `"tool":"logoutChatGpt"`) {
+		t.Fatalf("the audit log holds the key or lacks the calls:\n%s", b)
+	}
+	if changes := strings.Join(p.other, " "); !strings.Contains(changes, "authStatusChange") {
+		t.Fatalf("no authStatusChange notification: %s", changes)
+	}
+}
