@@ -62,22 +62,31 @@ func (tr *turn) ask(text string) string {
 	if err != nil {
 		return "decline"
 	}
+	return answeredDecision(raw)
+}
+
+// answeredDecision reads a client's answer to a question Codex asked as
+// app-server's decision (accept, acceptForSession, decline, cancel): an
+// elicitation result, or the top-level {"decision": …} of clients written
+// for Codex's former MCP server (Normalize). An accept without a decision
+// is accept, as troupe's own gate reads it; anything unreadable or
+// unknown declines.
+func answeredDecision(raw json.RawMessage) string {
 	var res protocol.ElicitResult
 	if json.Unmarshal(raw, &res) != nil {
 		return "decline"
 	}
-	// Clients written for Codex's former MCP server answer with a
-	// top-level {"decision": "approved"} and no action.
 	res.Normalize()
 	switch res.Action {
 	case protocol.ElicitAccept:
-		var d string
-		if json.Unmarshal(res.Content["decision"], &d) == nil {
-			d = decisionAlias(d)
-			for _, known := range decisions {
-				if d == known.value {
-					return d
-				}
+		d := "accept"
+		if c, ok := res.Content["decision"]; ok && json.Unmarshal(c, &d) != nil {
+			return "decline"
+		}
+		d = decisionAlias(d)
+		for _, known := range decisions {
+			if d == known.value {
+				return d
 			}
 		}
 		return "decline"

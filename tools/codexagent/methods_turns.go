@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"troupe/protocol"
 	"troupe/tools"
 )
 
@@ -389,26 +388,5 @@ func askDecision(ctx context.Context, s tools.Session, method string, params any
 	if err != nil {
 		return "decline"
 	}
-	var res protocol.ElicitResult
-	if json.Unmarshal(raw, &res) != nil {
-		return "decline"
-	}
-	res.Normalize()
-	switch res.Action {
-	case protocol.ElicitAccept:
-		var d string
-		_ = json.Unmarshal(res.Content["decision"], &d)
-		switch d {
-		case "session", protocol.CodexApprovedForSession, "acceptForSession":
-			return "acceptForSession"
-		case "denied", "decline":
-			return "decline"
-		case "abort", "cancel":
-			return "cancel"
-		}
-		return "accept"
-	case protocol.ElicitCancel:
-		return "cancel"
-	}
-	return "decline"
+	return answeredDecision(raw)
 }
