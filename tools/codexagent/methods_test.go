@@ -701,3 +701,24 @@ func TestMethodsPatchApproval(t *testing.T) {
 		t.Errorf("the approved patch was not applied: %q %v", b, err)
 	}
 }
+
+// TestMethodsChatGptLoginCancelled starts a ChatGPT login (Codex opens its
+// local callback server and gives the URL a person would open) and
+// cancels it: loginChatGptComplete reports it failed, for that login id.
+func TestMethodsChatGptLoginCancelled(t *testing.T) {
+	e := methSetup(t, newScriptedModel(t, methAnswering("answer")), MethodOptions{})
+	s := &methSession{id: "s1"}
+	out := e.must(t, s, "loginChatGpt", nil)
+	id, _ := out["loginId"].(string)
+	url, _ := out["authUrl"].(string)
+	if methKeys(out) != "authUrl,loginId" || id == "" || !strings.HasPrefix(url, "https://") {
+		t.Fatalf("loginChatGpt = %v", out)
+	}
+	if got := e.must(t, s, "cancelLoginChatGpt", map[string]any{"loginId": id}); len(got) != 0 {
+		t.Fatalf("cancelLoginChatGpt = %v", got)
+	}
+	n := s.waitFor(t, "loginChatGptComplete", 10*time.Second)
+	if n["loginId"] != id || n["success"] != false {
+		t.Fatalf("loginChatGptComplete = %v", n)
+	}
+}
