@@ -33,7 +33,8 @@ func (a *App) buildMethods(cfg *config.Config) (*tools.Registry, error) {
 		}
 	}
 	if opts, ok := codexOptions(cfg, a.ws.Dir(), a.regLog); ok {
-		methods, err := codexagent.Methods(opts, codexagent.MethodOptions{ShareConversations: cfg.Codex.ShareConversations})
+		methods, err := codexagent.Methods(opts, codexagent.MethodOptions{ShareConversations: cfg.Codex.ShareConversations,
+			MaxProcesses: cfg.Codex.MaxProcesses})
 		if err != nil {
 			a.regLog.Warn("Codex's management methods are not served", "binary", opts.Binary, "err", err)
 		} else {

@@ -243,6 +243,9 @@ type Codex struct {
 	// ShareConversations lets every session see and drive every Codex
 	// conversation; off, a session sees only those it created or resumed.
 	ShareConversations bool `koanf:"share_conversations"`
+	// MaxProcesses bounds the Codex app-server processes the management
+	// methods keep at once (one per session that uses them).
+	MaxProcesses int `koanf:"max_processes"`
 }
 
 // CommandTool is one [mcp.<name>] table: a tool that runs a program.

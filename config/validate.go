@@ -155,6 +155,8 @@ func (c *Config) validateExecution() error {
 		return errKey(p("shell", "timeout"), "shell.timeout must be positive, got %s", c.Shell.Timeout)
 	case c.Codex.Timeout <= 0:
 		return errKey(p("codex", "timeout"), "codex.timeout must be positive, got %s", c.Codex.Timeout)
+	case c.Codex.MaxProcesses < 1:
+		return errKey(p("codex", "max_processes"), "codex.max_processes must be at least 1, got %d", c.Codex.MaxProcesses)
 	}
 	for _, pat := range c.Approvals.Trust {
 		if _, err := path.Match(pat, ""); err != nil || pat == "" {

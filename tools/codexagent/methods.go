@@ -23,7 +23,15 @@ type MethodOptions struct {
 	// conversation a live session holds cannot be resumed by another one;
 	// once that session ends, any session may resume it.
 	ShareConversations bool
+	// MaxProcesses bounds the Codex app-server processes the sessions keep
+	// at once (one per session that uses a method needing Codex; 0:
+	// DefaultMaxProcesses). A session past it is refused (unavailable)
+	// until another one ends.
+	MaxProcesses int
 }
+
+// DefaultMaxProcesses is MethodOptions.MaxProcesses when it is zero.
+const DefaultMaxProcesses = 32
 
 // Methods returns Codex's former management methods (newConversation,
 // sendUserTurn, addConversationListener, getAuthStatus, ...) as tools
@@ -40,7 +48,10 @@ func Methods(opts Options, mo MethodOptions) ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	ms := &methodSet{s: ts[0].(*codexTool).s, share: mo.ShareConversations,
+	if mo.MaxProcesses <= 0 {
+		mo.MaxProcesses = DefaultMaxProcesses
+	}
+	ms := &methodSet{s: ts[0].(*codexTool).s, share: mo.ShareConversations, maxProcs: mo.MaxProcesses,
 		sessions: map[string]*msession{}, convs: map[string]*mconv{}}
 	var out []tools.Tool
 	for _, d := range ms.defs() {
@@ -143,14 +154,16 @@ func (ms *methodSet) failure(ctx context.Context, name string, req *tools.Reques
 // methodSet is the state every method shares: the sessions that used
 // them, and the conversations those sessions hold.
 type methodSet struct {
-	s     *toolSet
-	share bool
+	s        *toolSet
+	share    bool
+	maxProcs int // MethodOptions.MaxProcesses
 	// onStart, when set (tests), learns the pid of every Codex started.
 	onStart func(pid int)
 
 	mu       sync.Mutex
 	sessions map[string]*msession
 	convs    map[string]*mconv
+	starting int // Codex processes being started (counted against maxProcs)
 	bg       sync.WaitGroup // listeners and the stopping of ended sessions' Codex
 }
 
@@ -226,6 +239,12 @@ func (ms *methodSet) codexFor(ctx context.Context, st *msession) (*appClient, er
 	if cl != nil { // Codex died: its threads are no longer loaded
 		cl.close(false)
 		ms.unhost(cl)
+		ms.mu.Lock()
+		st.client = nil
+		ms.mu.Unlock()
+	}
+	if err := ms.reserve(); err != nil {
+		return nil, err
 	}
 	var nc *appClient
 	nc, err := startAppClient(ctx, []string{ms.s.opts.Binary, "app-server"}, ms.s.wsReal, ms.s.env,
@@ -233,6 +252,9 @@ func (ms *methodSet) codexFor(ctx context.Context, st *msession) (*appClient, er
 			return ms.approve(ctx, method, params)
 		},
 		func(method string, params json.RawMessage) { ms.observe(st, method, params) })
+	ms.mu.Lock()
+	ms.starting--
+	ms.mu.Unlock()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -251,6 +273,26 @@ func (ms *methodSet) codexFor(ctx context.Context, st *msession) (*appClient, er
 		ms.onStart(nc.pid())
 	}
 	return nc, nil
+}
+
+// reserve counts a Codex about to start against maxProcs: the sessions
+// that have one, and the starts under way. The caller decrements starting
+// once the start is over.
+func (ms *methodSet) reserve() error {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	live := ms.starting
+	for _, o := range ms.sessions {
+		if o.client != nil {
+			live++
+		}
+	}
+	if live >= ms.maxProcs {
+		return tools.Errorf(tools.KindUnavailable,
+			"%d sessions already have a Codex process (the limit, codex.max_processes); try again when one ends", live)
+	}
+	ms.starting++
+	return nil
 }
 
 // unhost forgets that the threads of cl are loaded.

@@ -722,3 +722,15 @@ func TestMethodsChatGptLoginCancelled(t *testing.T) {
 		t.Fatalf("loginChatGptComplete = %v", n)
 	}
 }
+
+// TestMethodsBoundCodexProcesses: past MaxProcesses a session that needs
+// Codex is refused (unavailable), and gets one once another session ends.
+func TestMethodsBoundCodexProcesses(t *testing.T) {
+	e := methSetup(t, newScriptedModel(t, methAnswering("answer")), MethodOptions{MaxProcesses: 1})
+	a, b := &methSession{id: "a"}, &methSession{id: "b"}
+	e.must(t, a, "newConversation", nil)
+	_, err := e.call(t, b, "newConversation", nil)
+	methWantKind(t, err, tools.KindUnavailable, "codex.max_processes")
+	e.tools["newConversation"].(tools.SessionEnder).SessionEnded("a")
+	e.must(t, b, "newConversation", nil)
+}
