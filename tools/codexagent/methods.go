@@ -163,7 +163,7 @@ type methodSet struct {
 	mu       sync.Mutex
 	sessions map[string]*msession
 	convs    map[string]*mconv
-	starting int // Codex processes being started (counted against maxProcs)
+	starting int            // Codex processes being started (counted against maxProcs)
 	bg       sync.WaitGroup // listeners and the stopping of ended sessions' Codex
 }
 
