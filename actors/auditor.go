@@ -26,8 +26,9 @@ import (
 // and the only goroutine is the timer's, which the writer waits for at
 // close.
 type auditWriter struct {
-	log    *audit.Log
-	logger *slog.Logger
+	log      *audit.Log
+	logger   *slog.Logger
+	observer Observer // told of each batch written; nil: nobody
 
 	mu      sync.Mutex
 	pending []audit.Record
@@ -45,8 +46,8 @@ const auditFlushDelay = 5 * time.Millisecond
 // maxAuditBatch bounds one write, so a burst is not held in memory for long.
 const maxAuditBatch = 512
 
-func newAuditWriter(log *audit.Log, logger *slog.Logger) *auditWriter {
-	return &auditWriter{log: log, logger: logger}
+func newAuditWriter(log *audit.Log, logger *slog.Logger, observer Observer) *auditWriter {
+	return &auditWriter{log: log, logger: logger, observer: observer}
 }
 
 // record queues r for the next batch. After close it is written at once.
@@ -97,7 +98,12 @@ func (a *auditWriter) write(batch []audit.Record) {
 	if len(batch) == 0 {
 		return
 	}
-	if err := a.log.AppendAll(batch); err != nil {
+	began := time.Now()
+	err := a.log.AppendAll(batch)
+	if a.observer != nil && err == nil {
+		a.observer.AuditFlushed(len(batch), time.Since(began))
+	}
+	if err != nil {
 		if !a.failed {
 			a.logger.Error("audit log write failed; records are being lost", "err", err,
 				"records", len(batch), "correlation_id", batch[0].CorrelationID)

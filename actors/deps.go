@@ -32,6 +32,8 @@ type hostDeps struct {
 	// of their end (set as it starts, before any session).
 	grace  time.Duration
 	server *actor.PID
+	// observer watches sessions and calls (Options.Observer); nil: nobody.
+	observer Observer
 }
 
 // hostOptions are the resolved options every session of a Host uses.

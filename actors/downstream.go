@@ -96,6 +96,9 @@ func (d *Downstream) Stop() {
 func (d *Downstream) publish(c *upstream.Client, state string, err error, tools []json.RawMessage, setTools bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if o := d.host.opts.exec.observer; o != nil && state != d.state {
+		o.DownstreamChanged(d.name, state)
+	}
 	d.client, d.state, d.err = c, state, err
 	if setTools {
 		d.tools = tools

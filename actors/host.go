@@ -46,6 +46,9 @@ type Options struct {
 	// each stream and each session. It makes the budget the sessions'
 	// stores share, unless Session.Spool.Shared already names one.
 	MaxTotalSpoolBytes int64
+	// Observer watches sessions, calls, the audit log and downstream
+	// servers (metrics, traces, the status page); nil: nobody.
+	Observer Observer
 
 	// deliveries, when set, counts every message any actor of the Host
 	// receives (the hop budget's test).
@@ -94,6 +97,7 @@ func NewHost(o Options) *Host {
 		exec: newHostDeps(secrets, o.deliveries), http: httpOpts,
 		httpLimits: httptransport.Limits{IdleTimeout: httpOpts.IdleTimeout, StreamEvents: httpOpts.StreamEvents, StreamBytes: httpOpts.StreamBytes}}
 	opts.exec.grace = o.Grace
+	opts.exec.observer = o.Observer
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")
@@ -101,7 +105,7 @@ func NewHost(o Options) *Host {
 		actor.WithDeadLetterRequestLogging(false),
 	)
 	if o.Audit != nil {
-		opts.exec.auditor = newAuditWriter(o.Audit, log)
+		opts.exec.auditor = newAuditWriter(o.Audit, log, o.Observer)
 	}
 	pid := system.Root.Spawn(opts.exec.props(func() actor.Actor {
 		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}

@@ -51,8 +51,13 @@ type invocation struct {
 	exec      *hostDeps
 	call      callContext
 
-	cid      string // correlation id of this call, in every log line about it
-	started  time.Time
+	cid     string // correlation id of this call, in every log line about it
+	started time.Time
+	asked   time.Time // when a person was asked to approve (zero: nobody was)
+	// view is the call as the Host's Observer sees it, and observed the
+	// context it gave the call (the tool's parent); nil without one.
+	view     *CallView
+	observed context.Context
 	entry    *tools.Entry
 	req      *tools.Request
 	preview  *tools.Preview
@@ -173,6 +178,12 @@ func (inv *invocation) start(ctx actor.Context) {
 	inv.root, inv.self, inv.session = ctx.ActorSystem().Root, ctx.Self(), ctx.Parent()
 	inv.cid = newCorrelationID()
 	inv.started = time.Now()
+	inv.view, inv.observed, inv.asked = nil, nil, time.Time{}
+	if o := inv.exec.observer; o != nil {
+		inv.view = &CallView{ID: inv.cid, Session: inv.call.session, Tool: inv.tool, Version: string(inv.call.version),
+			Started: inv.started, Meta: inv.meta}
+		inv.observed = o.CallStarted(context.Background(), inv.view)
+	}
 	entry, ok := inv.registry.Lookup(inv.tool)
 	if !ok {
 		inv.fail(&tools.Error{Kind: tools.KindNotFound,
@@ -199,6 +210,10 @@ func (inv *invocation) start(ctx actor.Context) {
 		inv.req.Client = &peer{root: root, session: ctx.Parent(), related: &inv.id}
 	}
 	inv.req.RequestID = inv.rawID()
+	if inv.view != nil {
+		r := inv.req.Reporter.(*reporter)
+		r.view, r.observer = inv.view, inv.exec.observer
+	}
 	if p, ok := tools.Implements[tools.Previewer](entry.Tool); ok {
 		if inv.preview, err = p.Preview(inv.req); err != nil {
 			inv.toolFailed(err)
@@ -238,6 +253,10 @@ func (inv *invocation) ask(ctx actor.Context, spec tools.Spec, args json.RawMess
 		timeout: inv.call.gate.TimeoutOrDefault(), log: inv.logger()}
 	ctx.Spawn(inv.exec.props(func() actor.Actor { return a }))
 	inv.logAt(slog.LevelInfo, "approval requested", "args_hash", inv.hash)
+	inv.asked = time.Now()
+	if o := inv.exec.observer; o != nil {
+		o.CallStateChanged(inv.view, CallWaitingApproval)
+	}
 }
 
 func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
@@ -259,6 +278,13 @@ func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
 // log with the session, tool, arguments hash and correlation id.
 func (inv *invocation) decided(outcome, detail string) {
 	inv.decision = outcome
+	if o := inv.exec.observer; o != nil && outcome != approvalNotRequired {
+		var waited time.Duration
+		if !inv.asked.IsZero() {
+			waited = time.Since(inv.asked)
+		}
+		o.ApprovalDecided(inv.view, outcome, waited)
+	}
 	level := slog.LevelInfo
 	if outcome == approvalNotRequired {
 		level = slog.LevelDebug // no question was asked; the audit record has it
@@ -293,7 +319,12 @@ func (inv *invocation) run(ctx actor.Context) {
 	}
 	req, tool := inv.req, inv.entry.Tool
 	self, root, gen := ctx.Self(), ctx.ActorSystem().Root, inv.gen
-	runCtx, cancel := context.WithCancel(context.Background())
+	parent := context.Background()
+	if inv.observed != nil {
+		parent = inv.observed
+		inv.exec.observer.CallStateChanged(inv.view, CallRunning)
+	}
+	runCtx, cancel := context.WithCancel(parent)
 	inv.cancel = cancel
 	inv.phase.Store(phaseRunning)
 	inv.ran = time.Now()
@@ -469,7 +500,7 @@ func excerpts(out *spool.Output) string {
 
 // audit sends the call's record to the auditor, if there is one.
 func (inv *invocation) audit(outcome string) {
-	if inv.call.auditor == nil {
+	if inv.call.auditor == nil && inv.exec.observer == nil {
 		return
 	}
 	r := &audit.Record{Event: "call", Session: inv.call.session, Tool: inv.tool, ArgsHash: inv.hash,
@@ -491,7 +522,12 @@ func (inv *invocation) audit(outcome string) {
 		r.StdoutBytes, r.StderrBytes = out.Stdout.Total(), out.Stderr.Total()
 		r.ExitStatus = out.ExitStatus()
 	}
-	inv.call.auditor.record(r)
+	if inv.call.auditor != nil {
+		inv.call.auditor.record(r)
+	}
+	if o := inv.exec.observer; o != nil {
+		o.CallFinished(inv.view, r)
+	}
 }
 
 func quote(s string) string {

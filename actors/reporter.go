@@ -54,6 +54,10 @@ type reporter struct {
 	tool    string
 	flow    flow
 	paced   atomic.Bool // the tool has called Ready: it follows the client's pace
+	// view and observer, when the Host has an Observer: the first Ready
+	// (a tool streaming its output) changes the call's state.
+	view     *CallView
+	observer Observer
 }
 
 func newReporter(root *actor.RootContext, session *actor.PID, id jsonrpc2.ID, tool string) *reporter {
@@ -86,7 +90,9 @@ func (r *reporter) Notify(method string, params map[string]any) {
 
 // Ready implements tools.Reporter.
 func (r *reporter) Ready(ctx context.Context) error {
-	r.paced.Store(true)
+	if !r.paced.Swap(true) && r.observer != nil {
+		r.observer.CallStateChanged(r.view, CallStreaming)
+	}
 	return r.flow.wait(ctx, maxUnwrittenBytes)
 }
 

@@ -187,6 +187,9 @@ func (s *session) Receive(ctx actor.Context) {
 		s.root = ctx.ActorSystem().Root
 		s.out.Start(ctx, s)
 		s.log.Debug("session started")
+		if o := s.exec.observer; o != nil {
+			o.SessionStarted(s.id, s.transportName())
+		}
 	case *panicked:
 		s.recovered(msg)
 	case *transport.Inbound:
@@ -236,6 +239,9 @@ func (s *session) Receive(ctx actor.Context) {
 		s.out.Stopping()
 	case *actor.Stopped:
 		s.log.Debug("session ended")
+		if o := s.exec.observer; o != nil {
+			o.SessionEnded(s.id)
+		}
 		s.out.Stopped()
 		ctx.Send(s.exec.server, &ended{id: ctx.Self().Id, http: s.httpOwner != nil})
 	default:
@@ -274,7 +280,7 @@ func (s *session) handle(ctx actor.Context, req *jsonrpc2.Request) {
 	}
 	if !known && s.opts.Methods != nil {
 		if _, ok := s.opts.Methods.Lookup(req.Method); ok {
-			known, m = true, method{needsInit: true, request: (*session).callMethod}
+			known, m = true, method{needsInit: true, isMethod: true, request: (*session).callMethod}
 		}
 	}
 	switch {
@@ -284,15 +290,29 @@ func (s *session) handle(ctx actor.Context, req *jsonrpc2.Request) {
 		s.fail(req.ID, protocol.CodeServerBusy, "server is shutting down")
 	case m.needsInit && s.phase != initialized:
 		s.fail(req.ID, protocol.CodeInvalidRequest, "session not initialized: send initialize first")
+	case s.exec.observer != nil && req.Method != protocol.MethodToolsCall && !m.isMethod:
+		// Calls are observed by their invocation, from start to end.
+		began := time.Now()
+		m.request(s, ctx, req)
+		s.exec.observer.RequestServed(s.id, req.Method, began)
 	default:
 		m.request(s, ctx, req)
 	}
+}
+
+// transportName names the session's transport for observers.
+func (s *session) transportName() string {
+	if s.httpOwner != nil {
+		return "http"
+	}
+	return "stdio"
 }
 
 // method is one entry of the dispatch table. A request handler must answer
 // (now, or later from a child's message); a notification handler never does.
 type method struct {
 	needsInit    bool
+	isMethod     bool // one of SessionOptions.Methods: a call, observed by its invocation
 	request      func(*session, actor.Context, *jsonrpc2.Request)
 	notification func(*session, actor.Context, *jsonrpc2.Request)
 }
@@ -369,6 +389,9 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 		s.log.Info("session sets its own working directory and environment", "cwd", over.Cwd, "env", envNames(over))
 	}
 	s.out.Negotiated(s.version)
+	if o := s.exec.observer; o != nil {
+		o.SessionInitialized(s.id, string(s.version), client.Name)
+	}
 
 	info := s.opts.ServerInfo
 	if !s.version.HasTitles() {

@@ -80,6 +80,9 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Logger receives the handler's logs; nil discards them.
 	Logger *slog.Logger
+	// OnRefused, when set, learns the status of every request the handler
+	// refuses (4xx and 5xx it answers itself: metrics). It must be quick.
+	OnRefused func(status int)
 }
 
 func (o Options) withDefaults() Options {
@@ -181,6 +184,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/healthz":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
+			h.refused(http.StatusMethodNotAllowed)
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
@@ -388,9 +392,17 @@ func (d *denialLog) allow() (int64, bool) {
 // an id, as the spec allows for transport-level refusals.
 func (h *Handler) refuse(w http.ResponseWriter, status int, message string) {
 	h.log.Debug("http request refused", "status", status, "reason", message)
+	h.refused(status)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
 		"error": map[string]any{"code": -32000, "message": message}})
 	writeJSON(w, status, body)
+}
+
+// refused tells Options.OnRefused of a refusal with status.
+func (h *Handler) refused(status int) {
+	if h.opts.OnRefused != nil {
+		h.opts.OnRefused(status)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

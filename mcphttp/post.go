@@ -61,6 +61,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 
 	msgs, rejected := decodeMessages(raws)
 	if !batch && len(rejected) > 0 {
+		h.refused(http.StatusBadRequest)
 		writeJSON(w, http.StatusBadRequest, rejected[0]) // not accepted, so 400
 		return
 	}
@@ -137,6 +138,7 @@ func (h *Handler) rejectBody(w http.ResponseWriter, rej *framing.Rejection) {
 		h.refuse(w, http.StatusBadRequest, "invalid request")
 		return
 	}
+	h.refused(http.StatusBadRequest)
 	writeJSON(w, http.StatusBadRequest, rej.Reply())
 }
 

@@ -67,6 +67,7 @@ func (h *Handler) refuseSessionID(w http.ResponseWriter, m message) {
 		h.refuse(w, http.StatusInternalServerError, "cannot encode the error")
 		return
 	}
+	h.refused(http.StatusBadRequest)
 	writeJSON(w, http.StatusBadRequest, body)
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Profile names a process sandbox profile.
@@ -105,6 +106,15 @@ type Options struct {
 	Hidden []string
 	// Logger receives probe results and cleanup trouble; nil discards.
 	Logger *slog.Logger
+	// Observer learns of every Start (metrics); nil: nobody.
+	Observer StartObserver
+}
+
+// StartObserver learns how each Start went: how long it took the run to
+// start, or why it did not (a *StartError; Stage "policy" when the profile
+// cannot be enforced here). It must be quick and must not block.
+type StartObserver interface {
+	SandboxStarted(profile Profile, took time.Duration, err error)
 }
 
 // resolve returns the driver opts names ("" and "auto" mean builtin) and
@@ -342,4 +352,15 @@ func RunHelperIfAsked() {
 	if len(os.Args) > 1 && os.Args[1] == HelperArg {
 		os.Exit(HelperMain(os.Args[1:]))
 	}
+}
+
+// Start starts cmd under policy p (see start, per platform) and tells the
+// Observer how that went.
+func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (*Process, error) {
+	began := time.Now()
+	proc, err := s.start(p, cmd)
+	if s.observer != nil {
+		s.observer.SandboxStarted(p.Profile, time.Since(began), err)
+	}
+	return proc, err
 }

@@ -35,6 +35,7 @@ const setupTimeout = 30 * time.Second
 // and is safe for concurrent use.
 type Sandbox struct {
 	log      *slog.Logger
+	observer StartObserver // Options.Observer; nil: none
 	driver   string
 	helper   string // what the builtin driver execs: /proc/self/exe or Options.Helper
 	tempDir  string // where the temp root is made
@@ -94,7 +95,7 @@ func New(opts Options) (*Sandbox, error) {
 	}
 	var tok [4]byte
 	_, _ = rand.Read(tok[:])
-	s := &Sandbox{
+	s := &Sandbox{observer: opts.Observer,
 		log:     log,
 		driver:  driver,
 		helper:  opts.Helper,
@@ -621,7 +622,7 @@ func removeTree(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// Start starts cmd under p. The caller has set cmd.Path, Args, Dir, Env,
+// start starts cmd under p (Start). The caller has set cmd.Path, Args, Dir, Env,
 // Stdin, Stdout and Stderr (and may have set Cancel, WaitDelay and
 // ExtraFiles); cmd.SysProcAttr must be nil. Start rewrites cmd to run
 // through the helper (default profile) or directly (none), always as the
@@ -635,7 +636,7 @@ func removeTree(dir string) error {
 // TMP and TEMP point at it in the target's environment) and, when a pids
 // cgroup is available, a run cgroup that the helper joins just before
 // exec, so the target is counted and killable from its first instruction.
-func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (*Process, error) {
+func (s *Sandbox) start(p Policy, cmd *exec.Cmd) (*Process, error) {
 	if err := checkCmd(cmd); err != nil {
 		return nil, err
 	}

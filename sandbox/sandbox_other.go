@@ -15,8 +15,9 @@ import (
 // can be enforced: Check refuses the default profile, and the seatbelt
 // profile (macOS sandbox-exec) is not implemented yet.
 type Sandbox struct {
-	log *slog.Logger
-	iso Isolation
+	log      *slog.Logger
+	iso      Isolation
+	observer StartObserver // Options.Observer; nil: none
 }
 
 // New validates opts; there is nothing to probe outside Linux.
@@ -25,7 +26,7 @@ func New(opts Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sandbox{log: log, iso: Isolation{Driver: driver, OS: runtime.GOOS, Root: os.Getuid() == 0}}, nil
+	return &Sandbox{log: log, observer: opts.Observer, iso: Isolation{Driver: driver, OS: runtime.GOOS, Root: os.Getuid() == 0}}, nil
 }
 
 // Isolation describes what is enforceable here: nothing beyond a process
@@ -52,8 +53,8 @@ func (s *Sandbox) Check(p Policy) error {
 	return &UnenforceableError{Profile: p.Profile, Reason: "unknown profile"}
 }
 
-// Start starts cmd in its own process group (ProfileNone only).
-func (s *Sandbox) Start(p Policy, cmd *exec.Cmd) (*Process, error) {
+// start starts cmd in its own process group (ProfileNone only).
+func (s *Sandbox) start(p Policy, cmd *exec.Cmd) (*Process, error) {
 	if err := checkCmd(cmd); err != nil {
 		return nil, err
 	}
