@@ -50,6 +50,7 @@ type App struct {
 	methods   *tools.Registry // Codex's former management methods, served beside MCP (methods.go); built once
 	writable  config.RunWritable
 	approvals *approvalstate.Sealer
+	obs       *observing // nil: nobody could see it (observe.go)
 
 	// mu orders registry builds: reloads, and rebuilds when a downstream
 	// server's tools change. It guards cfg and run.
@@ -113,30 +114,45 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		ws.Close()
 		return refuse(true, problems(err)...)
 	}
-	// Runs must not read troupe's own files: the sandbox hides them.
-	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log, Hidden: cfg.OwnPaths()})
+	// Metrics, the status page and traces, when anyone can see them.
+	obs, err := newObserving(cfg, opts.Version, log)
 	if err != nil {
+		ws.Close()
+		return refuse(true, err)
+	}
+	// Runs must not read troupe's own files: the sandbox hides them.
+	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log, Hidden: cfg.OwnPaths(),
+		Observer: obs.sandboxObserver()})
+	if err != nil {
+		obs.close()
 		ws.Close()
 		return refuse(false, fmt.Errorf("cannot set up the process sandbox: %w", err))
 	}
-	a := &App{opts: opts, log: log, regLog: tools.WarnOnce(log), ws: ws, sb: sb, writable: writable, cfg: cfg}
-	if a.registry, err = a.buildRegistry(cfg, nil); err != nil {
+	a := &App{opts: opts, log: log, regLog: tools.WarnOnce(log), ws: ws, sb: sb, writable: writable, cfg: cfg, obs: obs}
+	fail := func(config bool, err error) (*App, error) {
+		obs.close()
 		ws.Close()
-		return refuse(true, fmt.Errorf("cannot build the tool registry: %w", err))
+		return refuse(config, err)
 	}
+	if a.registry, err = a.buildRegistry(cfg, nil); err != nil {
+		return fail(true, fmt.Errorf("cannot build the tool registry: %w", err))
+	}
+	obs.setTools(a.registry)
 	if a.methods, err = a.buildMethods(cfg); err != nil {
-		ws.Close()
-		return refuse(true, fmt.Errorf("cannot build the management methods: %w", err))
+		return fail(true, fmt.Errorf("cannot build the management methods: %w", err))
 	}
 	if a.approvals, err = newApprovalStates(cfg, log); err != nil {
-		ws.Close()
-		return refuse(true, err)
+		return fail(true, err)
 	}
 	return a, nil
 }
 
-// Close releases the workspace. The App must not be running.
-func (a *App) Close() error { return a.ws.Close() }
+// Close releases the workspace and stops tracing (Run has flushed the
+// spans already). The App must not be running.
+func (a *App) Close() error {
+	a.obs.close()
+	return a.ws.Close()
+}
 
 // config is the configuration in force.
 func (a *App) config() *config.Config {

@@ -54,6 +54,17 @@
 // A configuration whose tool set is invalid is refused as a whole and the
 // last good one stays.
 //
+// # Observing: metrics, traces, the status page
+//
+// When anyone can look (http.listen, metrics.listen or tracing.endpoint is
+// set), New makes one [observe.Hub] (observe.go), with the tracer of
+// tracing.endpoint, and hands it to the sandbox; Run hands it to the actors
+// as their Observer, tells it the spool budget and the downstream servers,
+// and tells it the tools (their names bound the metrics' tool label) at
+// every registry change. /metrics and /status are served on the HTTP
+// listener behind its token, or on metrics.listen; the tracer is flushed
+// after the last call has ended.
+//
 // The process-wide settings (stdout reserved for the protocol, the process
 // made non-dumpable, the log handler, signals) belong to the command, not
 // to this package.

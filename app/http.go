@@ -41,7 +41,9 @@ func checkHTTPAddress(cfg *config.Config) (bool, error) {
 
 // startHTTP listens and serves in the background. It refuses a
 // non-loopback address without a bearer token unless the config allows it.
-func startHTTP(cfg *config.Config, host *actors.Host, log *slog.Logger) (*httpFront, error) {
+// /metrics and /status are served beside MCP, behind its checks and token,
+// when obs is not nil and metrics.listen does not serve them.
+func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.Logger) (*httpFront, error) {
 	h := cfg.HTTP
 	// Decide before binding: a refused address is never listened on.
 	loopback, err := checkHTTPAddress(cfg)
@@ -56,6 +58,7 @@ func startHTTP(cfg *config.Config, host *actors.Host, log *slog.Logger) (*httpFr
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", h.Listen, err)
 	}
+	onRefused, admin := obs.httpOptions(cfg)
 	handler := mcphttp.New(host, mcphttp.Options{
 		Path:                 h.Path,
 		BearerToken:          h.Auth.BearerToken,
@@ -68,6 +71,8 @@ func startHTTP(cfg *config.Config, host *actors.Host, log *slog.Logger) (*httpFr
 		KeepAlive:            h.KeepaliveInterval,
 		WriteTimeout:         h.WriteTimeout,
 		Logger:               log,
+		OnRefused:            onRefused,
+		Admin:                admin,
 	})
 	f := &httpFront{
 		srv: &http.Server{

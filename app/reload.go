@@ -39,7 +39,7 @@ func (a *App) Reload(next *config.Config) error {
 	if a.opts.Secrets != nil {
 		a.opts.Secrets.Store(Secrets(next))
 	}
-	run.host.SetRegistry(reg)
+	a.setRegistry(run.host, reg)
 	a.warnUnenforceable(next, reg)
 	var atStart []string
 	for _, r := range reloadRules {
@@ -90,6 +90,8 @@ var reloadRules = []reloadRule{
 	{key: "[approvals]", part: func(c *config.Config) any { return c.Approvals }},
 	{key: "[audit]", part: func(c *config.Config) any { return c.Audit }},
 	{key: "[output]", part: func(c *config.Config) any { return c.Output }},
+	{key: "[metrics]", part: func(c *config.Config) any { return c.Metrics }},
+	{key: "[tracing]", part: func(c *config.Config) any { return c.Tracing }},
 	// The management methods (methods.go) are built once; their tools
 	// keep per-session state (Codex processes, listeners) a rebuild would
 	// orphan.

@@ -17,6 +17,7 @@ import (
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/spool"
+	"troupe/tools"
 )
 
 // RunOptions are what Run serves on and listens to.
@@ -92,12 +93,14 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		defer auditLog.Close() // after host.Close: the auditor writes its last batch when it stops
 	}
 
-	host := actors.NewHost(a.hostOptions(cfg, spoolDir, auditLog))
+	hostOpts := a.hostOptions(cfg, spoolDir, auditLog)
+	host := actors.NewHost(hostOpts)
 	closeHost := func() {
 		if !host.Close(shutdownSlack) {
 			log.Warn("some tool calls did not stop in time")
 		}
 		a.methods.WaitSessionsEnded() // the sessions' Codex processes
+		a.obs.close()                 // after the last call's span ended: flush the spans
 	}
 	_, rgErr := exec.LookPath("rg")
 	log.Info("troupe starting", "version", a.opts.Version, "tools", a.registry.Len(),
@@ -127,7 +130,9 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	a.mu.Lock()
 	a.run = &running{host: host, ds: ds}
 	a.mu.Unlock()
+	a.obs.run(hostOpts.Session.Spool.Shared, ds)
 	defer func() {
+		a.obs.run(nil, nil)
 		a.mu.Lock()
 		a.run = nil
 		a.mu.Unlock()
@@ -157,7 +162,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		// run yet.
 		a.mu.Lock()
 		if reg, err := a.buildRegistry(a.cfg, ds.snapshot()); err == nil {
-			host.SetRegistry(reg)
+			a.setRegistry(host, reg)
 		}
 		a.mu.Unlock()
 	}
@@ -175,7 +180,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	var web *httpFront
 	if cfg.HTTP.Listen != "" {
-		if web, err = startHTTP(cfg, host, log); err != nil {
+		if web, err = startHTTP(cfg, host, a.obs, log); err != nil {
 			stopWorkers()
 			closeHost()
 			return fmt.Errorf("cannot serve HTTP: %w", err)
@@ -184,6 +189,17 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		a.run.web = web
 		a.mu.Unlock()
 	}
+	metrics, err := startMetrics(cfg, a.obs, log)
+	if err != nil {
+		stopWorkers()
+		if web != nil {
+			web.handler.StopAccepting()
+			web.shutdown(shutdownSlack, log)
+		}
+		closeHost()
+		return fmt.Errorf("cannot serve metrics: %w", err)
+	}
+	defer metrics.stop() // the status page shows the drain to its end
 	if opts.Ready != nil {
 		opts.Ready()
 	}
@@ -267,8 +283,15 @@ func (a *App) rebuild() {
 		a.log.Error("downstream tools changed but the registry cannot be rebuilt", "err", err)
 		return
 	}
-	a.run.host.SetRegistry(reg)
+	a.setRegistry(a.run.host, reg)
 	a.warnUnenforceable(a.cfg, reg)
+}
+
+// setRegistry puts reg into force on host and tells the Hub its tools
+// (the only tool names metrics label calls with).
+func (a *App) setRegistry(host *actors.Host, reg *tools.Registry) {
+	a.obs.setTools(reg)
+	host.SetRegistry(reg)
 }
 
 // hostOptions are the actor runtime's options from cfg.
@@ -277,6 +300,11 @@ func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.L
 	if runtimeLog == nil {
 		runtimeLog = a.log
 	}
+	// The spool budget of every session together: the Host enforces it,
+	// the Hub reports its use (troupe_spool_bytes).
+	limits := spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
+		MaxStoreBytes: cfg.Output.MaxSessionSpoolBytes, MaxOutputs: cfg.Output.MaxOutputsPerSession,
+		Shared: spool.NewBudget(cfg.Output.MaxTotalSpoolBytes)}
 	return actors.Options{
 		Session: actors.SessionOptions{
 			ServerInfo: protocol.Implementation{
@@ -292,8 +320,7 @@ func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.L
 			Gate:         gate.Policy{Timeout: cfg.Approvals.Timeout, Trust: cfg.Approvals.Trust},
 			Approvals:    a.approvals,
 			SpoolDir:     spoolDir,
-			Spool: spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,
-				MaxStoreBytes: cfg.Output.MaxSessionSpoolBytes, MaxOutputs: cfg.Output.MaxOutputsPerSession},
+			Spool:        limits,
 			Overrides: actors.OverridePolicy{Allow: cfg.Sessions.AllowOverrides,
 				Env: cfg.Sessions.AllowedEnv, Workspace: a.ws},
 		},
@@ -307,6 +334,7 @@ func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.L
 			StreamEvents: cfg.HTTP.StreamBufferEvents,
 			StreamBytes:  cfg.HTTP.StreamBufferBytes,
 		},
+		Observer:      a.obs.observer(),
 		Logger:        a.log,
 		RuntimeLogger: runtimeLog,
 	}

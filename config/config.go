@@ -63,6 +63,8 @@ type Config struct {
 	Shell      Shell                  `koanf:"shell"`
 	Codex      Codex                  `koanf:"codex"`
 	Sessions   Sessions               `koanf:"sessions"`
+	Metrics    Metrics                `koanf:"metrics"`
+	Tracing    Tracing                `koanf:"tracing"`
 
 	// File is the config file that was read, "" for none.
 	File string `koanf:"-"`
@@ -88,6 +90,23 @@ type Sessions struct {
 	AllowOverrides bool `koanf:"allow_overrides"`
 	// AllowedEnv lists the variable names (exact) a session may set.
 	AllowedEnv []string `koanf:"allowed_env"`
+}
+
+// Metrics is the [metrics] table: where operators read troupe's
+// Prometheus metrics (/metrics) and its live status page (/status).
+type Metrics struct {
+	// Listen is "" (served only on the HTTP listener, behind its bearer
+	// token, when there is one) or HOST:PORT: a plain HTTP server of its
+	// own for /metrics and /status, without authentication (bind it to
+	// loopback or a private network), also when troupe serves stdio only.
+	Listen string `koanf:"listen"`
+}
+
+// Tracing is the [tracing] table: OpenTelemetry traces, off by default.
+type Tracing struct {
+	// Endpoint is the OTLP/HTTP traces URL
+	// (http://127.0.0.1:4318/v1/traces); "" sends no traces.
+	Endpoint string `koanf:"endpoint"`
 }
 
 // Limits is the [limits] table.

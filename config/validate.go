@@ -2,9 +2,11 @@ package config
 
 import (
 	"encoding/json"
+	"net"
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,6 +67,9 @@ func (c *Config) validate() error {
 	if err := c.validateExecution(); err != nil {
 		return err
 	}
+	if err := c.validateObserve(); err != nil {
+		return err
+	}
 	for _, name := range c.Sessions.AllowedEnv {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
 			return errKey(p("sessions", "allowed_env"), "sessions.allowed_env: %q is not an environment variable name", name)
@@ -86,8 +91,8 @@ func (c *Config) validate() error {
 func (c *Config) validateHTTP() error {
 	h := c.HTTP
 	switch {
-	case !strings.HasPrefix(h.Path, "/") || h.Path == "/healthz":
-		return errKey(p("http", "path"), "http.path must start with / and not be /healthz, got %q", h.Path)
+	case !strings.HasPrefix(h.Path, "/") || slices.Contains([]string{"/healthz", "/metrics", "/status", "/status/"}, h.Path):
+		return errKey(p("http", "path"), "http.path must start with / and not be /healthz, /metrics or /status, got %q", h.Path)
 	case h.MaxSessions < 1:
 		return errKey(p("http", "max_sessions"), "http.max_sessions must be at least 1, got %d", h.MaxSessions)
 	case h.MaxStatelessRequests < 1:
@@ -112,6 +117,31 @@ func (c *Config) validateHTTP() error {
 	for _, o := range h.AllowedOrigins {
 		if _, err := origin.Parse(o); err != nil { // the parser the HTTP front matches with
 			return errKey(p("http", "allowed_origins"), "http.allowed_origins: %q is not an origin like https://host[:port] or null: %v", o, err)
+		}
+	}
+	return nil
+}
+
+// validateObserve checks [metrics] and [tracing]: an address troupe can
+// listen on, apart from http.listen, and an OTLP/HTTP URL.
+func (c *Config) validateObserve() error {
+	if l := c.Metrics.Listen; l != "" {
+		host, port, err := net.SplitHostPort(l)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 || strings.ContainsAny(host, "/ ") {
+			return errKey(p("metrics", "listen"), "metrics.listen must be \"\" or HOST:PORT, got %q", l)
+		}
+		if l == c.HTTP.Listen {
+			return errKey(p("metrics", "listen"), "metrics.listen must differ from http.listen (%q): leave it \"\" to serve /metrics "+
+				"and /status on the HTTP listener, behind its token", l)
+		}
+	}
+	if e := c.Tracing.Endpoint; e != "" {
+		u, err := url.Parse(e)
+		if err == nil && u.User != nil {
+			return errKey(p("tracing", "endpoint"), "tracing.endpoint must not carry credentials (user:password@)")
+		}
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errKey(p("tracing", "endpoint"), "tracing.endpoint must be an http(s) URL such as http://127.0.0.1:4318/v1/traces, got %q", e)
 		}
 	}
 	return nil

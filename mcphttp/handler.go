@@ -12,6 +12,7 @@
 //	GET    /mcp      the session's standalone SSE stream; with Last-Event-ID, resume a stream
 //	DELETE /mcp      end the session and everything running in it
 //	GET    /healthz  liveness, without authentication
+//	GET    /metrics, /status, /status/  the operators' views (Options.Admin), behind the token
 package mcphttp
 
 import (
@@ -83,6 +84,10 @@ type Options struct {
 	// OnRefused, when set, learns the status of every request the handler
 	// refuses (4xx and 5xx it answers itself: metrics). It must be quick.
 	OnRefused func(status int)
+	// Admin, when set, serves the operators' paths (/metrics, /status and
+	// /status/, see admin.go) behind the MCP endpoint's checks and token,
+	// which a browser may present as a cookie got from /status?token=….
+	Admin http.Handler
 }
 
 func (o Options) withDefaults() Options {
@@ -191,6 +196,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	default:
+		if h.adminRequest(r) {
+			h.serveAdmin(w, r)
+			return
+		}
 		http.NotFound(w, r)
 	}
 }

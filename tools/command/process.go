@@ -3,6 +3,7 @@ package command
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"troupe/observe/tracing"
 	"troupe/sandbox"
 )
 
@@ -107,7 +111,10 @@ func (r *run) exec(ctx context.Context) (*runResult, error) {
 	started := time.Now()
 	var proc *sandbox.Process
 	if r.sandbox != nil {
+		_, span := tracing.Child(ctx, "sandbox.start", trace.SpanKindInternal,
+			tracing.SandboxProfileKey.String(string(r.policy.Profile)))
 		proc, err = r.sandbox.Start(r.policy, cmd)
+		sandboxStartSpanEnd(span, err)
 	} else {
 		sandbox.NewSession(cmd)
 		err = cmd.Start()
@@ -288,4 +295,19 @@ func signalGroup(pid int, sig syscall.Signal) {
 	if pid > 1 { // never -1 (every process) nor -0 (our own group)
 		_ = syscall.Kill(-pid, sig)
 	}
+}
+
+// sandboxStartSpanEnd ends the span of a sandbox start: a failed start is
+// marked with its stage ("policy": refused as unenforceable, "landlock",
+// …), never its message.
+func sandboxStartSpanEnd(span trace.Span, err error) {
+	var se *sandbox.StartError
+	switch {
+	case err == nil:
+	case errors.As(err, &se):
+		tracing.Fail(span, err, "the sandbox could not start the process", se.Stage)
+	default:
+		tracing.Fail(span, err, "the sandbox could not start the process", "")
+	}
+	span.End()
 }

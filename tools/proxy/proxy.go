@@ -5,7 +5,11 @@
 // arguments unchanged, relaying what the downstream sends during the call
 // (progress, log messages, elicitation in form and URL mode) to the
 // calling client and the caller's cancellation downstream. The calling
-// client's _meta goes downstream beside troupe's own progress token.
+// client's _meta goes downstream beside troupe's own progress token; with
+// tracing on, the forwarded call is a span, "downstream <server>", whose
+// trace context replaces the client's in that _meta (SEP-414's
+// traceparent, tracestate, baggage), so the downstream server's spans
+// join the client's trace below troupe's.
 // Results pass through as they came: every content block,
 // structuredContent and isError.
 //
@@ -23,6 +27,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"troupe/observe/tracing"
 	"troupe/protocol"
 	"troupe/tools"
 	"troupe/upstream"
@@ -125,7 +132,9 @@ func (t *tool) Call(ctx context.Context, req *tools.Request) (*protocol.CallTool
 	if req.Resume != nil {
 		resume = &upstream.Resume{Responses: req.Resume.Responses, State: string(req.Resume.State)}
 	}
-	raw, err := t.srv.CallTool(upstream.WithCallMeta(ctx, req.ClientMeta), t.remote, req.Arguments, upstream.Observer{
+	ctx, span, meta := t.startSpan(ctx, req.ClientMeta)
+	defer span.End()
+	raw, err := t.srv.CallTool(upstream.WithCallMeta(ctx, meta), t.remote, req.Arguments, upstream.Observer{
 		Rounds:   req.Rounds,
 		Resume:   resume,
 		Progress: func(progress, total float64, message string) { req.Progress(progress, total, message) },
@@ -138,9 +147,49 @@ func (t *tool) Call(ctx context.Context, req *tools.Request) (*protocol.CallTool
 		ElicitationComplete: func(params json.RawMessage) { asked.complete(req, params) },
 	})
 	if err != nil {
-		return nil, t.failure(ctx, err)
+		err = t.failure(ctx, err)
+		if te := (*tools.Error)(nil); errors.As(err, &te) {
+			tracing.Fail(span, err, "the downstream call failed", string(te.Kind))
+		} else if ir := (*tools.InputRequired)(nil); !errors.As(err, &ir) {
+			tracing.Fail(span, err, "the downstream call failed", "")
+		}
+		return nil, err
 	}
 	return decodeResult(t.srv.Name(), raw)
+}
+
+// startSpan starts the span of the downstream request, "downstream
+// <server>", a child of the call's span in ctx, and returns the _meta to
+// send: the client's, with the span's trace context (traceparent,
+// tracestate, baggage: SEP-414) in place of the client's own, so the
+// downstream server's spans hang from troupe's. With tracing off (no span
+// in ctx) it costs a context lookup and returns ctx and meta as they were.
+// A meta that is not a JSON object goes unchanged (the request reports
+// it).
+func (t *tool) startSpan(ctx context.Context, meta json.RawMessage) (context.Context, trace.Span, json.RawMessage) {
+	ctx, span := tracing.Child(ctx, "downstream "+t.srv.Name(), trace.SpanKindClient,
+		tracing.DownstreamServerKey.String(t.srv.Name()),
+		tracing.MethodNameKey.String("tools/call"),
+		tracing.ToolNameKey.String(t.remote))
+	if !span.SpanContext().IsValid() {
+		return ctx, span, meta // tracing off
+	}
+	members := map[string]json.RawMessage{}
+	if len(meta) > 0 && string(meta) != "null" {
+		if json.Unmarshal(meta, &members) != nil {
+			return ctx, span, meta
+		}
+	}
+	out := make(map[string]any, len(members)+3)
+	for k, v := range members {
+		out[k] = v
+	}
+	tracing.InjectMeta(ctx, out)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return ctx, span, meta
+	}
+	return ctx, span, b
 }
 
 // elicit relays a downstream's question (form or URL mode) to the

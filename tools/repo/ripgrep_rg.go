@@ -16,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"troupe/observe/tracing"
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/tools"
@@ -133,7 +136,11 @@ func (s *rgSearch) run(ctx context.Context, req *tools.Request, q *query, c *col
 	}
 	defer stdout.Close()
 	cmd.Stdout = stdoutW
-	proc, err := s.sb.Start(s.policy(), cmd)
+	policy := s.policy()
+	_, span := tracing.Child(ctx, "sandbox.start", trace.SpanKindInternal,
+		tracing.SandboxProfileKey.String(string(policy.Profile)))
+	proc, err := s.sb.Start(policy, cmd)
+	endStartSpan(span, err)
 	stdoutW.Close() // rg holds its own copy now
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -277,4 +284,19 @@ func (b *cappedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// endStartSpan ends the span of rg's sandbox start: a failed start is
+// marked with its stage ("policy", "runtime": rg falls back to the
+// built-in search), never its message.
+func endStartSpan(span trace.Span, err error) {
+	var se *sandbox.StartError
+	switch {
+	case err == nil:
+	case errors.As(err, &se):
+		tracing.Fail(span, err, "the sandbox could not start rg", se.Stage)
+	default:
+		tracing.Fail(span, err, "the sandbox could not start rg", "")
+	}
+	span.End()
 }

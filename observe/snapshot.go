@@ -1,0 +1,127 @@
+package observe
+
+import "time"
+
+// Snapshot is the Hub's view of the host at one moment, as the status page
+// shows it: the sessions and the calls in flight, the downstream servers,
+// the last audit records and the current values of the main metrics. It is
+// a copy: the caller may keep it, encode it as JSON, or change it, without
+// touching the Hub. Slices are never nil (they encode as [], not null), and
+// sessions and calls come oldest first.
+type Snapshot struct {
+	// Version is troupe's version (Options.Version).
+	Version string `json:"version"`
+	// Time is when the snapshot was taken.
+	Time time.Time `json:"time"`
+	// UptimeSeconds is how long the Hub has been observing.
+	UptimeSeconds float64 `json:"uptime_seconds"`
+	// Sessions are the sessions that exist now.
+	Sessions []SessionInfo `json:"sessions"`
+	// Calls are the calls in flight now.
+	Calls []CallInfo `json:"calls"`
+	// Downstreams are the downstream MCP servers (Options.Downstreams,
+	// or else the states DownstreamChanged reported), by name.
+	Downstreams []DownstreamStatus `json:"downstreams"`
+	// Audit holds the last audit records (at most 50), newest first.
+	Audit []AuditEntry `json:"audit"`
+	// Metrics are the current values of the main metrics, for the page's
+	// charts (the page samples them on every refresh).
+	Metrics MetricsSummary `json:"metrics"`
+}
+
+// SessionInfo is one session in a Snapshot.
+type SessionInfo struct {
+	// ID is the session's id.
+	ID string `json:"id"`
+	// Transport is "stdio" or "http".
+	Transport string `json:"transport"`
+	// Era is "legacy" (a revision with initialize), "modern"
+	// (2026-07-28, stateless) or "pending" (not initialized yet).
+	Era string `json:"era"`
+	// Version is the negotiated protocol revision; "" before initialize.
+	Version string `json:"version,omitempty"`
+	// Client is the client's name from initialize; "" when unknown.
+	Client string `json:"client,omitempty"`
+	// Started is when the session began.
+	Started time.Time `json:"started"`
+	// AgeSeconds is how long ago it began.
+	AgeSeconds float64 `json:"age_seconds"`
+	// Calls counts the session's calls in flight.
+	Calls int `json:"calls"`
+}
+
+// CallInfo is one call in flight in a Snapshot.
+type CallInfo struct {
+	// ID is the call's correlation id (c-…).
+	ID string `json:"id"`
+	// Session is the id of the session it came in on.
+	Session string `json:"session"`
+	// Tool is the tool's name (as bounded for metrics: "unknown" when the
+	// registry has no such tool).
+	Tool string `json:"tool"`
+	// State is "starting" (taken, not yet running), "waiting_approval",
+	// "running" or "streaming".
+	State string `json:"state"`
+	// Started is when an invoker took the call.
+	Started time.Time `json:"started"`
+	// AgeSeconds is how long ago it started.
+	AgeSeconds float64 `json:"age_seconds"`
+}
+
+// DownstreamStatus is one downstream MCP server: its configured name, its
+// state (connecting, ready, failed, closed), how many tools it offers and
+// why it failed (client-safe text; "" when it did not).
+type DownstreamStatus struct {
+	// Name is the server's name in the configuration.
+	Name string `json:"name"`
+	// State is connecting, ready, failed or closed.
+	State string `json:"state"`
+	// Tools counts the tools it offers (0 when unknown).
+	Tools int `json:"tools"`
+	// Err says why it failed, fit for a client: no host paths, no
+	// secrets.
+	Err string `json:"error,omitempty"`
+}
+
+// AuditEntry is one finished call, from its audit record, in a Snapshot.
+// It holds no arguments, only what the audit log already shows.
+type AuditEntry struct {
+	// Time is when the call stopped.
+	Time time.Time `json:"time"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool"`
+	// Outcome is "ok" or the error kind.
+	Outcome string `json:"outcome"`
+	// Approval is how the call was approved (not_required, approved, …).
+	Approval string `json:"approval"`
+	// DurationSeconds is how long the call took, Started to Stopped.
+	DurationSeconds float64 `json:"duration_seconds"`
+	// CorrelationID is the call's id (c-…).
+	CorrelationID string `json:"correlation_id"`
+	// Session is the session's id.
+	Session string `json:"session"`
+}
+
+// MetricsSummary is the handful of numbers the status page charts, read
+// from the same counters /metrics serves.
+type MetricsSummary struct {
+	// CallsTotal counts the calls finished since start; CallsFailed those
+	// whose outcome was not "ok". A page derives calls/s from two samples.
+	CallsTotal  uint64 `json:"calls_total"`
+	CallsFailed uint64 `json:"calls_failed"`
+	// CallsInFlight is the number of calls in flight.
+	CallsInFlight int `json:"calls_in_flight"`
+	// Sessions is the number of sessions that exist.
+	Sessions int `json:"sessions"`
+	// ApprovalsPending is the number of calls waiting for a person.
+	ApprovalsPending int `json:"approvals_pending"`
+	// LatencyP50Seconds and LatencyP99Seconds estimate the whole-call
+	// latency's median and 99th percentile over all tools, from the
+	// latency histogram's buckets (0 before the first call).
+	LatencyP50Seconds float64 `json:"latency_p50_seconds"`
+	LatencyP99Seconds float64 `json:"latency_p99_seconds"`
+	// HTTPRefusedTotal counts the HTTP requests refused (4xx, 5xx).
+	HTTPRefusedTotal uint64 `json:"http_refused_total"`
+	// SpoolBytes is the spool's size now (-1 when not reported).
+	SpoolBytes int64 `json:"spool_bytes"`
+}

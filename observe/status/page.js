@@ -1,0 +1,230 @@
+"use strict";
+// troupe's status page: polls its JSON (the Hub's snapshot) every 2 s and
+// redraws. Server data only ever reaches the page as text nodes
+// (textContent) and attribute values (setAttribute): never as HTML.
+(function () {
+  const POLL_MS = 2000;
+  const HISTORY = 90; // samples kept for the charts: 3 minutes at 2 s
+  const SVG = "http://www.w3.org/2000/svg";
+  const history = [];
+  let prev = null; // the previous snapshot, for rates
+
+  // el makes an element; children that are strings become text nodes.
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return e;
+  }
+  function badge(text, kind, state) {
+    const attrs = { class: "badge", "data-kind": kind };
+    if (state) attrs["data-state"] = state;
+    return el("span", attrs, text);
+  }
+  function fill(id, rows) {
+    const table = document.getElementById(id);
+    table.tBodies[0].replaceChildren(...rows);
+    const empty = document.getElementById(id + "-empty");
+    if (empty) {
+      empty.hidden = rows.length > 0;
+      table.hidden = rows.length === 0;
+    }
+  }
+  function age(seconds) {
+    const s = Math.max(0, Math.floor(seconds || 0));
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+    const h = Math.floor(s / 3600);
+    return h + " h " + Math.floor((s % 3600) / 60) + " min";
+  }
+  function secs(v) {
+    if (!(v > 0)) return "0 ms";
+    return v < 1 ? (v * 1000).toFixed(v < 0.01 ? 2 : 0) + " ms" : v.toFixed(2) + " s";
+  }
+  function bytes(n) {
+    if (n < 0) return "n/a";
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return (i ? n.toFixed(1) : String(n)) + " " + units[i];
+  }
+  function clock(t) {
+    const d = new Date(t);
+    return isNaN(d) ? String(t) : d.toLocaleTimeString();
+  }
+  const callStates = {
+    starting: ["starting", "info"],
+    waiting_approval: ["waiting for approval", "warn"],
+    running: ["running", "ok"],
+    streaming: ["streaming", "ok"],
+  };
+  const serverStates = { ready: "ok", connecting: "info", down: "bad", failed: "bad", closed: "warn" };
+
+  function conn(state, text) {
+    const c = document.getElementById("conn");
+    c.setAttribute("data-conn", state);
+    c.textContent = text;
+  }
+
+  function tiles(s) {
+    const m = s.metrics || {};
+    const items = [
+      ["Sessions", m.sessions],
+      ["Calls in flight", m.calls_in_flight],
+      ["Waiting for approval", m.approvals_pending],
+      ["Calls finished", m.calls_total],
+      ["Calls failed", m.calls_failed],
+      ["Latency p50", secs(m.latency_p50_seconds)],
+      ["Latency p99", secs(m.latency_p99_seconds)],
+      ["HTTP refused", m.http_refused_total],
+      ["Spool", bytes(m.spool_bytes)],
+      ["Up", age(s.uptime_seconds)],
+    ];
+    document.getElementById("tiles").replaceChildren(...items.map(([k, v]) =>
+      el("div", { class: "tile" }, el("div", { class: "v" }, v === undefined ? "–" : v), el("div", { class: "k" }, k))));
+  }
+
+  function sample(s) {
+    const m = s.metrics || {};
+    const t = Date.parse(s.time) || Date.now();
+    let rate = 0, refusedRate = 0;
+    if (prev) {
+      const dt = (t - prev.t) / 1000;
+      if (dt > 0) {
+        rate = Math.max(0, (m.calls_total - prev.calls) / dt);
+        refusedRate = Math.max(0, (m.http_refused_total - prev.refused) / dt);
+      }
+    }
+    prev = { t, calls: m.calls_total || 0, refused: m.http_refused_total || 0 };
+    history.push({
+      rate, refusedRate, inflight: m.calls_in_flight || 0, sessions: m.sessions || 0,
+      p50: m.latency_p50_seconds || 0, p99: m.latency_p99_seconds || 0,
+    });
+    while (history.length > HISTORY) history.shift();
+  }
+
+  function chart(title, key, format) {
+    const values = history.map((h) => h[key]);
+    const max = Math.max(...values, 1e-9);
+    const w = 300, h = 48;
+    const step = w / (HISTORY - 1);
+    const x0 = w - (values.length - 1) * step;
+    const pts = values.map((v, i) => (x0 + i * step).toFixed(1) + "," + (h - 2 - (v / max) * (h - 4)).toFixed(1));
+    const svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", title);
+    if (pts.length > 1) {
+      const area = document.createElementNS(SVG, "polygon");
+      area.setAttribute("points", x0.toFixed(1) + "," + h + " " + pts.join(" ") + " " + w + "," + h);
+      const line = document.createElementNS(SVG, "polyline");
+      line.setAttribute("points", pts.join(" "));
+      svg.append(area, line);
+    }
+    const last = values.length ? values[values.length - 1] : 0;
+    return el("div", { class: "chart" },
+      el("div", { class: "k" }, el("span", {}, title), el("span", {}, format(last) + " (max " + format(max < 1e-6 ? 0 : max) + ")")),
+      svg);
+  }
+
+  function charts() {
+    const n = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(2));
+    document.getElementById("charts").replaceChildren(
+      chart("Calls finished / s", "rate", n),
+      chart("Calls in flight", "inflight", n),
+      chart("Sessions", "sessions", n),
+      chart("Latency p50", "p50", secs),
+      chart("Latency p99", "p99", secs),
+      chart("HTTP refused / s", "refusedRate", n),
+    );
+  }
+
+  function calls(s) {
+    fill("calls", (s.calls || []).map((c) => {
+      const [label, kind] = callStates[c.state] || [c.state, "info"];
+      return el("tr", { "data-tool": c.tool, "data-state": c.state },
+        el("td", { class: "mono" }, c.tool),
+        el("td", {}, badge(label, kind, c.state)),
+        el("td", { class: "num" }, age(c.age_seconds)),
+        el("td", { class: "mono" }, c.id),
+        el("td", { class: "mono" }, c.session));
+    }));
+  }
+
+  function downstreams(s) {
+    fill("downstreams", (s.downstreams || []).map((d) =>
+      el("tr", { "data-server": d.name, "data-state": d.state },
+        el("td", { class: "mono" }, d.name),
+        el("td", {}, badge(d.state, serverStates[d.state] || "info", d.state)),
+        el("td", { class: "num" }, d.tools),
+        el("td", { class: "err" }, d.error || ""))));
+  }
+
+  function sessions(s) {
+    const list = s.sessions || [];
+    const eras = ["legacy", "modern", "pending"];
+    const counts = {};
+    for (const x of list) {
+      const row = (counts[x.transport] = counts[x.transport] || { legacy: 0, modern: 0, pending: 0, other: 0 });
+      if (eras.includes(x.era)) row[x.era]++; else row.other++;
+    }
+    document.getElementById("session-counts").tBodies[0].replaceChildren(...Object.keys(counts).sort().map((t) => {
+      const r = counts[t];
+      return el("tr", {}, el("td", {}, t), ...eras.map((e) => el("td", { class: "num" }, r[e])),
+        el("td", { class: "num" }, r.legacy + r.modern + r.pending + r.other));
+    }));
+    document.getElementById("session-counts").hidden = list.length === 0;
+    fill("sessions", list.map((x) =>
+      el("tr", {},
+        el("td", { class: "mono" }, x.id),
+        el("td", {}, x.transport),
+        el("td", {}, x.era),
+        el("td", {}, x.version || ""),
+        el("td", {}, x.client || ""),
+        el("td", { class: "num" }, age(x.age_seconds)),
+        el("td", { class: "num" }, x.calls))));
+  }
+
+  function audit(s) {
+    fill("audit", (s.audit || []).map((a) =>
+      el("tr", { "data-outcome": a.outcome },
+        el("td", {}, clock(a.time)),
+        el("td", { class: "mono" }, a.tool),
+        el("td", {}, badge(a.outcome, a.outcome === "ok" ? "ok" : "bad")),
+        el("td", {}, a.approval),
+        el("td", { class: "num" }, secs(a.duration_seconds)),
+        el("td", { class: "mono" }, a.correlation_id),
+        el("td", { class: "mono" }, a.session))));
+  }
+
+  function render(s) {
+    document.getElementById("version").textContent = s.version || "";
+    sample(s);
+    tiles(s);
+    charts();
+    calls(s);
+    downstreams(s);
+    sessions(s);
+    audit(s);
+  }
+
+  async function poll() {
+    try {
+      const resp = await fetch("status/", { credentials: "same-origin", cache: "no-store",
+        headers: { Accept: "application/json" } });
+      if (resp.status === 401 || resp.status === 403) {
+        conn("error", "not authorized: open /status?token=<token> again");
+      } else if (!resp.ok) {
+        conn("error", "error " + resp.status);
+      } else {
+        render(await resp.json());
+        conn("ok", "updated " + new Date().toLocaleTimeString());
+      }
+    } catch (e) {
+      conn("error", "troupe is not answering");
+    }
+    setTimeout(poll, POLL_MS);
+  }
+  poll();
+})();
