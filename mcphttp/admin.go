@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
-	"strconv"
 )
 
 // The operators' paths served beside MCP when Options.Admin is set: the
@@ -45,15 +44,8 @@ const statusCookieLabel = "troupe status page cookie v1"
 // to /status without the query, so the token leaves the address bar and
 // the history. Every refusal goes through deny (logged, counted).
 func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
-	if h.opts.CheckHost && !loopbackHost(r.Host) {
-		h.deny(w, r, http.StatusForbidden, "Host header is not a loopback name (DNS rebinding protection)")
+	if !h.checkSource(w, r) {
 		return
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		if err := h.checkOrigin(o); err != nil {
-			h.deny(w, r, http.StatusForbidden, "Origin "+strconv.Quote(o)+" "+err.Error())
-			return
-		}
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

@@ -204,16 +204,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
+// checkSource refuses a request whose Host is not a loopback name (when
+// CheckHost: DNS rebinding) or whose Origin is not allowed: the checks
+// every path but /healthz passes first. It reports whether r passed.
+func (h *Handler) checkSource(w http.ResponseWriter, r *http.Request) bool {
 	if h.opts.CheckHost && !loopbackHost(r.Host) {
 		h.deny(w, r, http.StatusForbidden, "Host header is not a loopback name (DNS rebinding protection)")
-		return
+		return false
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		if err := h.checkOrigin(o); err != nil {
 			h.deny(w, r, http.StatusForbidden, "Origin "+strconv.Quote(o)+" "+err.Error())
-			return
+			return false
 		}
+	}
+	return true
+}
+
+func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if !h.checkSource(w, r) {
+		return
 	}
 	owner, ok := h.authenticate(w, r)
 	if !ok {
