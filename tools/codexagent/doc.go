@@ -89,6 +89,26 @@
 //     elicitations, permission grants, dynamic tools) are refused with a
 //     JSON-RPC error: this is a non-interactive relay.
 //
+// # The management methods of Codex's former MCP server
+//
+// Methods returns newConversation, listConversations, resumeConversation,
+// archiveConversation, sendUserMessage, sendUserTurn,
+// interruptConversation, add/removeConversationListener, gitDiffToRemote,
+// the auth and config methods and getUserAgent as tools whose names are the
+// method names, for troupe to serve as JSON-RPC methods beside MCP
+// (actors.SessionOptions.Methods): their params and results are those of
+// `codex mcp serve` 0.42. Unlike the tools they need a process that
+// outlives a call (a listener's events, a turn that sendUserTurn started
+// and answered at once), so each session that uses them gets one
+// long-lived app-server (appclient.go: requests matched by id,
+// notifications fanned out by thread, bounded queues), at most
+// MethodOptions.MaxProcesses at a time, stopped when the session ends
+// (tools.SessionEnder). They reach the client after their call through
+// tools.Session: listener events as codex/event/<type>, authStatusChange,
+// and Codex's approval questions as the old execCommandApproval and
+// applyPatchApproval requests. A session sees only the conversations it
+// created or resumed unless MethodOptions.ShareConversations.
+//
 // # Isolation and lifetime
 //
 // troupe does not sandbox Codex (the tools' sandbox profile is "none"):
