@@ -497,9 +497,25 @@ func TestSurfaceMethods(t *testing.T) {
 			if escaped(2) == tc.surface {
 				t.Fatalf("sendUserTurn: wrote outside the workspace = %v", !tc.surface)
 			}
-			want := []string{"danger-full-access", "danger-full-access"}
+			// resumeConversation, by another session once the first ended,
+			// asking for danger-full-access in its overrides.
+			for _, tl := range e.tools {
+				tl.(tools.SessionEnder).SessionEnded("s1")
+			}
+			e.tools["newConversation"].(tools.SessionWaiter).Wait()
+			s2 := &methSession{id: "s2"}
+			e.must(t, s2, "resumeConversation", map[string]any{"path": nc["rolloutPath"],
+				"overrides": map[string]any{"sandbox": "danger-full-access", "approvalPolicy": "never"}})
+			e.must(t, s2, "addConversationListener", map[string]any{"conversationId": id})
+			e.must(t, s2, "sendUserMessage", map[string]any{"conversationId": id,
+				"items": []any{map[string]any{"type": "text", "data": map[string]any{"text": "write 3"}}}})
+			s2.waitCount(t, "codex/event/task_complete", 1)
+			if escaped(3) == tc.surface {
+				t.Fatalf("after resumeConversation: wrote outside the workspace = %v", !tc.surface)
+			}
+			want := []string{"danger-full-access", "danger-full-access", "danger-full-access"}
 			if tc.surface {
-				want = []string{"workspace-write", "workspace-write"}
+				want = []string{"workspace-write", "workspace-write", "workspace-write"}
 			}
 			if got := turnSandboxes(t, e.home, id); !reflect.DeepEqual(got, want) {
 				t.Errorf("the turns ran with %q, want %q", got, want)
