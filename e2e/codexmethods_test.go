@@ -18,7 +18,8 @@ import (
 // raw JSON-RPC lines over stdio.
 
 // callAnswering sends a request and returns its response; every request
-// troupe sends meanwhile (an approval) is answered with answer's value.
+// troupe sends meanwhile (an approval) is answered with answer's value, or
+// left unanswered when answer is nil.
 func (s *lineServer) callAnswering(id int, method string, params any, answer func(req map[string]any) any) map[string]any {
 	s.t.Helper()
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
@@ -36,7 +37,7 @@ func (s *lineServer) callAnswering(id int, method string, params any, answer fun
 				s.t.Fatalf("not JSON: %q", l)
 			}
 			switch {
-			case m["method"] != nil && m["id"] != nil:
+			case m["method"] != nil && m["id"] != nil && answer != nil:
 				b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": answer(m)})
 				if _, err := s.in.Write(append(b, '\n')); err != nil {
 					s.t.Fatal(err)

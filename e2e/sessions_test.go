@@ -74,30 +74,11 @@ func (s *lineServer) stop() {
 	})
 }
 
-// call sends a request and returns its response (skipping notifications).
+// call sends a request and returns its response, skipping notifications
+// and the server's own requests (callAnswering answers those).
 func (s *lineServer) call(id int, method string, params any) map[string]any {
 	s.t.Helper()
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	if _, err := s.in.Write(append(b, '\n')); err != nil {
-		s.t.Fatal(err)
-	}
-	for {
-		select {
-		case l, ok := <-s.lines:
-			if !ok {
-				s.t.Fatalf("troupe closed stdout while waiting for %s", method)
-			}
-			var m map[string]any
-			if err := json.Unmarshal([]byte(l), &m); err != nil {
-				s.t.Fatalf("not JSON: %q", l)
-			}
-			if m["id"] == float64(id) {
-				return m
-			}
-		case <-time.After(20 * time.Second):
-			s.t.Fatalf("no answer to %s", method)
-		}
-	}
+	return s.callAnswering(id, method, params, nil)
 }
 
 func (s *lineServer) initialize(client string, meta map[string]any) map[string]any {
