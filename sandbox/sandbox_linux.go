@@ -622,20 +622,8 @@ func removeTree(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// start starts cmd under p (Start). The caller has set cmd.Path, Args, Dir, Env,
-// Stdin, Stdout and Stderr (and may have set Cancel, WaitDelay and
-// ExtraFiles); cmd.SysProcAttr must be nil. Start rewrites cmd to run
-// through the helper (default profile) or directly (none), always as the
-// leader of a new process group (pgid == pid, so the caller can signal
-// -pid), and returns once the target program has been exec'd. On success
-// the caller waits with cmd.Wait and then calls Release. On failure the
-// error is a *StartError, everything Start made is gone, and cmd has
-// already been waited for: the caller must not call Wait.
-//
-// For the default profile Start creates a private temp dir (0700; TMPDIR,
-// TMP and TEMP point at it in the target's environment) and, when a pids
-// cgroup is available, a run cgroup that the helper joins just before
-// exec, so the target is counted and killable from its first instruction.
+// start is Start on Linux: the helper for the default profile (with its
+// temp dir and run cgroup), a plain exec for none.
 func (s *Sandbox) start(p Policy, cmd *exec.Cmd) (*Process, error) {
 	if err := checkCmd(cmd); err != nil {
 		return nil, err

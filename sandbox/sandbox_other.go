@@ -53,7 +53,7 @@ func (s *Sandbox) Check(p Policy) error {
 	return &UnenforceableError{Profile: p.Profile, Reason: "unknown profile"}
 }
 
-// start starts cmd in its own process group (ProfileNone only).
+// start is Start outside Linux: cmd in its own process group (ProfileNone only).
 func (s *Sandbox) start(p Policy, cmd *exec.Cmd) (*Process, error) {
 	if err := checkCmd(cmd); err != nil {
 		return nil, err
