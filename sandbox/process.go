@@ -82,6 +82,20 @@ type Policy struct {
 	// in while they walk leads to, no byte from outside the workspace
 	// reaches them.
 	ReadOnlyWorkspace bool
+	// Writable are further directories the run may write besides the
+	// workspace (absolute, symlinks resolved): a long-lived program's own
+	// state, such as Codex's CODEX_HOME. They stay visible and writable
+	// even when they lie beneath a hidden path (Options.Hidden or Hidden).
+	Writable []string
+	// Hidden are further paths this run must not see, besides
+	// Options.Hidden: a directory appears empty, a file as /dev/null.
+	Hidden []string
+	// AllowUserNamespaces lets the run create user namespaces, and so a
+	// sandbox of its own inside troupe's (Codex sandboxes the commands it
+	// runs with bubblewrap). Without it the seccomp filter refuses them:
+	// a user namespace hands a run every capability over new namespaces,
+	// kernel attack surface that no tool needs.
+	AllowUserNamespaces bool
 }
 
 // Options configure a Sandbox.
