@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"troupe/config"
@@ -12,6 +14,7 @@ import (
 	"troupe/redact"
 	"troupe/sandbox"
 	"troupe/tools"
+	"troupe/tools/codexagent"
 	"troupe/workspace"
 )
 
@@ -120,8 +123,9 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		ws.Close()
 		return refuse(true, err)
 	}
-	// Runs must not read troupe's own files: the sandbox hides them.
-	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log, Hidden: cfg.OwnPaths(),
+	// Runs must not read troupe's own files, nor the operator's Codex
+	// credentials and conversations: the sandbox hides them.
+	sb, err := sandbox.New(sandbox.Options{Driver: cfg.Sandbox.Driver, Logger: log, Hidden: hiddenPaths(cfg, ws.Dir(), log),
 		Observer: obs.sandboxObserver()})
 	if err != nil {
 		obs.close()
@@ -185,4 +189,26 @@ func Secrets(cfg *config.Config) *redact.Redactor {
 		values = append(values, redact.EnvValues(s.HTTPHeaders)...)
 	}
 	return redact.New(values...)
+}
+
+// hiddenPaths are what no sandboxed run may see: troupe's own files
+// (config.OwnPaths: the config file, the audit log, the spool, Codex's
+// homes) and the operator's CODEX_HOME (auth.json, config.toml, every
+// conversation), which troupe reads to make Codex's homes. A CODEX_HOME
+// inside the workspace cannot be hidden from runs that write there; it is
+// left out with a warning.
+func hiddenPaths(cfg *config.Config, wsDir string, log *slog.Logger) []string {
+	paths := cfg.OwnPaths()
+	home := codexagent.OperatorHome(map[string]string{"CODEX_HOME": os.Getenv("CODEX_HOME"), "HOME": os.Getenv("HOME")})
+	if home == "" {
+		return paths
+	}
+	if real, err := filepath.EvalSymlinks(home); err == nil {
+		home = real
+	}
+	if rel, err := filepath.Rel(wsDir, home); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		log.Warn("CODEX_HOME lies in the workspace: sandboxed runs can read and write it", "codex_home", home)
+		return paths
+	}
+	return append(paths, home)
 }

@@ -32,7 +32,7 @@ func (a *App) buildMethods(cfg *config.Config) (*tools.Registry, error) {
 			ts = append(ts, oneOff)
 		}
 	}
-	if opts, ok := codexOptions(cfg, a.ws.Dir(), a.regLog); ok {
+	if opts, ok := codexOptions(cfg, a.ws.Dir(), a.sb, a.regLog); ok {
 		methods, err := codexagent.Methods(opts, codexagent.MethodOptions{ShareConversations: cfg.Codex.ShareConversations,
 			MaxProcesses: cfg.Codex.MaxProcesses})
 		if err != nil {

@@ -65,7 +65,7 @@ func (a *App) buildRegistry(cfg *config.Config, servers []serverTools) (*tools.R
 	// codex and codex-reply are served whatever the feature gate says: it
 	// decides their approval and sandbox defaults (codexOptions), not
 	// whether legacy clients find them.
-	regs = append(regs, codexTools(cfg, ws.Dir(), log)...)
+	regs = append(regs, codexTools(cfg, ws.Dir(), sb, log)...)
 	if cfg.Features.EnableMcpServerSurface {
 		cmds, err := commandTools(cfg, ws.Dir(), sb, limits)
 		if err != nil {
@@ -176,7 +176,7 @@ func sandboxLimits(cfg *config.Config) sandbox.Limits {
 // Codex's sandbox is kept within workspace-write; off, the legacy
 // behaviour (Codex's own approval questions only, the sandbox the client
 // asks for). The tools and the management methods get the same options.
-func codexOptions(cfg *config.Config, wsDir string, log *slog.Logger) (codexagent.Options, bool) {
+func codexOptions(cfg *config.Config, wsDir string, sb *sandbox.Sandbox, log *slog.Logger) (codexagent.Options, bool) {
 	if !cfg.Codex.Enabled {
 		return codexagent.Options{}, false
 	}
@@ -198,13 +198,19 @@ func codexOptions(cfg *config.Config, wsDir string, log *slog.Logger) (codexagen
 			env[k] = v
 		}
 	}
+	stateDir, err := cfg.CodexStateDir()
+	if err != nil {
+		log.Warn("the codex tools are not offered", "err", err)
+		return codexagent.Options{}, false
+	}
 	return codexagent.Options{Binary: bin, Workspace: wsDir, Env: env, Timeout: cfg.Codex.Timeout,
-		Surface: cfg.Features.EnableMcpServerSurface, Logger: log}, true
+		Surface: cfg.Features.EnableMcpServerSurface, Logger: log, Sandbox: sb, Limits: sandboxLimits(cfg),
+		StateDir: stateDir}, true
 }
 
 // codexTools are codex and codex-reply when Codex is offered.
-func codexTools(cfg *config.Config, wsDir string, log *slog.Logger) []tools.Registration {
-	opts, ok := codexOptions(cfg, wsDir, log)
+func codexTools(cfg *config.Config, wsDir string, sb *sandbox.Sandbox, log *slog.Logger) []tools.Registration {
+	opts, ok := codexOptions(cfg, wsDir, sb, log)
 	if !ok {
 		return nil
 	}

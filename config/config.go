@@ -265,6 +265,10 @@ type Codex struct {
 	// MaxProcesses bounds the Codex app-server processes the management
 	// methods keep at once (one per session that uses them).
 	MaxProcesses int `koanf:"max_processes"`
+	// StateDir is where troupe keeps Codex's homes (one per session that
+	// uses the management methods, one for the tools); "" means the
+	// user's state directory (CodexStateDir).
+	StateDir string `koanf:"state_dir"`
 }
 
 // CommandTool is one [mcp.<name>] table: a tool that runs a program.

@@ -321,7 +321,29 @@ func (c *Config) OwnPaths() []string {
 	if c.Output.SpoolDir != "" {
 		paths = append(paths, c.Output.SpoolDir)
 	}
+	if c.Codex.Enabled {
+		if dir, err := c.CodexStateDir(); err == nil {
+			paths = append(paths, dir)
+		}
+	}
 	return paths
+}
+
+// CodexStateDir is where troupe keeps Codex's homes: codex.state_dir, else
+// $XDG_STATE_HOME/troupe/codex, else ~/.local/state/troupe/codex (beside
+// the audit log's default).
+func (c *Config) CodexStateDir() (string, error) {
+	if c.Codex.StateDir != "" {
+		return c.Codex.StateDir, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "troupe", "codex"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("codex.state_dir: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "troupe", "codex"), nil
 }
 
 // AuditFile is the audit log this configuration writes: audit.path, or

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"encoding/json"
 	"net"
 	"net/url"
@@ -187,6 +188,8 @@ func (c *Config) validateExecution() error {
 		return errKey(p("codex", "timeout"), "codex.timeout must be positive, got %s", c.Codex.Timeout)
 	case c.Codex.MaxProcesses < 1:
 		return errKey(p("codex", "max_processes"), "codex.max_processes must be at least 1, got %d", c.Codex.MaxProcesses)
+	case c.Codex.StateDir != "" && !filepath.IsAbs(c.Codex.StateDir):
+		return errKey(p("codex", "state_dir"), "codex.state_dir must be an absolute path, got %q", c.Codex.StateDir)
 	}
 	for _, pat := range c.Approvals.Trust {
 		if _, err := path.Match(pat, ""); err != nil || pat == "" {

@@ -65,12 +65,12 @@ type initializeResult struct {
 	CodexHome string `json:"codexHome"`
 }
 
-// startAppClient starts `codex app-server` with env in dir and initializes
+// startAppClient starts `codex app-server` with start and initializes
 // it as turn.go does. onRequest answers Codex's requests (nil refuses
 // them all); observe, when set, sees every notification first.
-func startAppClient(ctx context.Context, argv []string, dir string, env []string,
+func startAppClient(ctx context.Context, start func() (*process, error),
 	onRequest requestHandler, observe func(string, json.RawMessage)) (*appClient, error) {
-	proc, err := startProcess(argv, dir, env)
+	proc, err := start()
 	if err != nil {
 		return nil, fmt.Errorf("could not start Codex: %w", err)
 	}

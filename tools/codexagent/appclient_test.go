@@ -22,10 +22,19 @@ func startTestClient(t *testing.T, onRequest requestHandler) *appClient {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("model = \"scripted\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "LANG=C.UTF-8"}
+	ts, err := Tools(testOptions(t, Options{Binary: bin, Workspace: ws,
+		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "CODEX_HOME": home, "LANG": "C.UTF-8"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ts[0].(*codexTool).s
+	codexHome, err := s.homes.newSession()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := startAppClient(ctx, []string{bin, "app-server"}, ws, env, onRequest, nil)
+	c, err := startAppClient(ctx, func() (*process, error) { return s.startCodex(codexHome, s.wsReal) }, onRequest, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

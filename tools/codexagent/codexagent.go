@@ -16,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"troupe/protocol"
+	"troupe/sandbox"
 	"troupe/tools"
 )
 
@@ -49,7 +50,29 @@ type Options struct {
 	// Logger receives the narrowings of Codex's sandbox (info); nil
 	// discards them.
 	Logger *slog.Logger
+	// Sandbox starts every Codex (required): Codex runs in troupe's
+	// sandbox (the default profile, with the network, its own home
+	// writable and user namespaces allowed, so that its own sandbox works
+	// inside troupe's), so nothing Codex starts, whatever its
+	// configuration names, escapes troupe's confinement or outlives the
+	// call or session.
+	Sandbox *sandbox.Sandbox
+	// Limits are the resource limits of each Codex run (the [sandbox]
+	// limits); MaxProcesses is raised to minCodexProcesses, since Codex's
+	// threads count.
+	Limits sandbox.Limits
+	// StateDir is where troupe keeps Codex's homes (see home.go):
+	// absolute, outside the workspace and outside the temporary directory
+	// (Codex's sandbox refuses a CODEX_HOME there). Env's CODEX_HOME (or
+	// HOME/.codex) is the operator's, which Codex never runs in: troupe
+	// copies its config.toml and auth.json into each home.
+	StateDir string
 }
+
+// minCodexProcesses is the least Limits.MaxProcesses a Codex run gets:
+// Codex runs dozens of threads (each counts) besides the commands it
+// starts.
+const minCodexProcesses = 1024
 
 // toolSet is the state both tools share: the options, resolved, and the
 // conversation table.
@@ -63,6 +86,7 @@ type toolSet struct {
 	log       *slog.Logger
 	// onStart, when set (tests), learns the pid of every Codex started.
 	onStart func(pid int)
+	homes   *homes
 }
 
 // Tools returns codex and codex-reply, sharing one conversation table. It
@@ -93,6 +117,15 @@ func Tools(opts Options) ([]tools.Tool, error) {
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("codex: workspace %s is not a directory", opts.Workspace)
 	}
+	if opts.Sandbox == nil {
+		return nil, errors.New("codex: Options.Sandbox is required: Codex runs in troupe's sandbox")
+	}
+	if !filepath.IsAbs(opts.StateDir) {
+		return nil, fmt.Errorf("codex: state dir %q is not an absolute path", opts.StateDir)
+	}
+	if rel, err := filepath.Rel(ws, opts.StateDir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return nil, fmt.Errorf("codex: state dir %s lies in the workspace, where every run could write it", opts.StateDir)
+	}
 	s := &toolSet{opts: opts, wsReal: ws, timeout: opts.Timeout, convs: newConversations(maxConversations), log: opts.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -109,10 +142,12 @@ func Tools(opts Options) ([]tools.Tool, error) {
 		s.env = append(s.env, k+"="+opts.Env[k])
 	}
 	// Codex's own default, so profiles are found where Codex looks.
-	s.codexHome = opts.Env["CODEX_HOME"]
-	if s.codexHome == "" && opts.Env["HOME"] != "" {
-		s.codexHome = filepath.Join(opts.Env["HOME"], ".codex")
+	s.codexHome = OperatorHome(opts.Env)
+	root, err := stateDir(opts.StateDir)
+	if err != nil {
+		return nil, err
 	}
+	s.homes = &homes{root: root, operator: s.codexHome, workspace: ws}
 	return []tools.Tool{&codexTool{s}, &replyTool{s}}, nil
 }
 
@@ -132,7 +167,7 @@ const codexInput = `{
     "cwd": {"type": "string", "description": "Codex's working directory, relative to the workspace root or absolute inside it (default: the root)."},
     "approval-policy": {"type": "string", "enum": ["untrusted", "on-failure", "on-request", "never"], "description": "When Codex asks before running a command: untrusted (almost always), on-request (when the model asks for more than the sandbox allows; on-failure, from older Codex releases, means the same), never. Questions are relayed to the client as elicitation forms."},
     "sandbox": {"type": "string", "enum": ["read-only", "workspace-write", "danger-full-access"], "description": "Codex's sandbox for the commands it runs. Where troupe confines Codex (the tool's description says so), danger-full-access is narrowed to workspace-write."},
-    "config": {"type": "object", "description": "Codex configuration overrides, dotted keys as with codex -c (e.g. {\"model_reasoning_effort\": \"high\"})."},
+    "config": {"type": "object", "description": "Codex configuration overrides, dotted keys as with codex -c (e.g. {\"model_reasoning_effort\": \"high\"}). Only keys that choose how the model works are accepted (model, model_provider, model_reasoning_effort, model_verbosity, approval_policy, developer_instructions, web_search, ...); keys that start programs, widen the sandbox or trust a project are refused."},
     "base-instructions": {"type": "string", "description": "Instructions that replace Codex's default base instructions."},
     "developer-instructions": {"type": "string", "description": "Instructions added as a developer message, on top of the base instructions."},
     "compact-prompt": {"type": "string", "description": "The prompt Codex uses when it compacts the conversation."},
@@ -241,6 +276,9 @@ func (t *codexTool) resolve(req *tools.Request) (*codexArgs, string, map[string]
 	}
 	dir, err := t.s.dir(cwd)
 	if err != nil {
+		return nil, "", nil, err
+	}
+	if err := checkClientConfig("codex: config", a.Config); err != nil {
 		return nil, "", nil, err
 	}
 	config := map[string]any{}
@@ -471,4 +509,60 @@ func flatten(prefix string, tree map[string]any, out map[string]any) {
 		}
 		out[prefix+k] = v
 	}
+}
+
+// stateDir makes dir (mode 0700) and returns it with symlinks resolved,
+// as the homes' paths are compared with resolved paths.
+func stateDir(dir string) (string, error) {
+	if err := ensure(dir); err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("codex: state dir: %w", err)
+	}
+	return real, nil
+}
+
+// OperatorHome is the operator's CODEX_HOME in env: CODEX_HOME, else
+// HOME/.codex (Codex's own default), else "".
+func OperatorHome(env map[string]string) string {
+	if h := env["CODEX_HOME"]; h != "" {
+		return h
+	}
+	if env["HOME"] != "" {
+		return filepath.Join(env["HOME"], ".codex")
+	}
+	return ""
+}
+
+// startCodex starts `codex app-server` in dir with home as its
+// CODEX_HOME, in troupe's sandbox: the default profile, the network on
+// (Codex calls the model's API), the workspace and home (with the shared
+// rollouts, when shared) writable, user namespaces allowed (Codex
+// sandboxes the commands it runs with bubblewrap, inside troupe's
+// sandbox). The operator's CODEX_HOME and troupe's other homes are hidden
+// from it.
+func (s *toolSet) startCodex(home, dir string) (*process, error) {
+	env := make([]string, 0, len(s.env)+1)
+	for _, kv := range s.env {
+		if !strings.HasPrefix(kv, "CODEX_HOME=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "CODEX_HOME="+home)
+	limits := s.opts.Limits
+	if limits.MaxProcesses > 0 && limits.MaxProcesses < minCodexProcesses {
+		limits.MaxProcesses = minCodexProcesses
+	}
+	pol := sandbox.Policy{Profile: sandbox.ProfileDefault, Workspace: s.wsReal, AllowNetwork: true,
+		Writable: s.homes.writable(home), AllowUserNamespaces: true, Limits: limits}
+	if s.codexHome != "" {
+		pol.Hidden = []string{s.codexHome}
+	}
+	p, err := startProcess(s.opts.Sandbox, pol, []string{s.opts.Binary, "app-server"}, dir, env)
+	if err == nil && s.onStart != nil {
+		s.onStart(p.cmd.Process.Pid)
+	}
+	return p, err
 }

@@ -142,9 +142,9 @@ wire_api = "responses"
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := Tools(Options{Binary: bin, Workspace: ws, Timeout: 2 * time.Minute,
+	ts, err := Tools(testOptions(t, Options{Binary: bin, Workspace: ws, Timeout: 2 * time.Minute,
 		// No RUST_BACKTRACE, no API keys: a small, explicit environment.
-		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "CODEX_HOME": home, "LANG": "C.UTF-8"}})
+		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "CODEX_HOME": home, "LANG": "C.UTF-8"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestReplyUnknownConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := Tools(Options{Binary: bin, Workspace: t.TempDir()})
+	ts, err := Tools(testOptions(t, Options{Binary: bin, Workspace: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestReplyUnknownConversation(t *testing.T) {
 
 func TestToolsRefusesBadBinary(t *testing.T) {
 	for _, bin := range []string{"codex", filepath.Join(t.TempDir(), "missing"), t.TempDir()} {
-		if _, err := Tools(Options{Binary: bin, Workspace: t.TempDir()}); err == nil {
+		if _, err := Tools(testOptions(t, Options{Binary: bin, Workspace: t.TempDir()})); err == nil {
 			t.Errorf("Tools accepted binary %q", bin)
 		}
 	}
@@ -442,7 +442,7 @@ func TestConversationTableIsBounded(t *testing.T) {
 
 func TestCwdMustBeInWorkspace(t *testing.T) {
 	bin, _ := os.Executable()
-	ts, err := Tools(Options{Binary: bin, Workspace: t.TempDir()})
+	ts, err := Tools(testOptions(t, Options{Binary: bin, Workspace: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +626,7 @@ func TestReplyConversationID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := Tools(Options{Binary: bin, Workspace: t.TempDir()})
+	ts, err := Tools(testOptions(t, Options{Binary: bin, Workspace: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -660,7 +660,7 @@ func TestReplyConversationID(t *testing.T) {
 // (0.153), approval-policy on-failure and include-plan-tool (0.42).
 func TestOlderCodexArguments(t *testing.T) {
 	bin, _ := os.Executable()
-	ts, err := Tools(Options{Binary: bin, Workspace: t.TempDir()})
+	ts, err := Tools(testOptions(t, Options{Binary: bin, Workspace: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}

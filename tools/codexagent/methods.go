@@ -53,6 +53,7 @@ func Methods(opts Options, mo MethodOptions) ([]tools.Tool, error) {
 	}
 	ms := &methodSet{s: ts[0].(*codexTool).s, share: mo.ShareConversations, maxProcs: mo.MaxProcesses,
 		sessions: map[string]*msession{}, convs: map[string]*mconv{}}
+	ms.s.homes.share = mo.ShareConversations
 	var out []tools.Tool
 	for _, d := range ms.defs() {
 		out = append(out, &methodTool{ms: ms, def: d})
@@ -174,6 +175,14 @@ type msession struct {
 
 	startMu sync.Mutex // held while Codex starts
 	client  *appClient // guarded by methodSet.mu; nil until needed
+	// home is the session's own CODEX_HOME (home.go), made when its
+	// first Codex starts; guarded by startMu. Its Codex's credentials,
+	// default model and rollouts are this session's alone.
+	home string
+	// ownKey says the session set the credentials in its home itself
+	// (loginApiKey): only then may getAuthStatus return the token.
+	// Guarded by methodSet.mu.
+	ownKey bool
 
 	listeners map[string]*listener // by subscription id; guarded by methodSet.mu
 	ended     bool
@@ -243,11 +252,26 @@ func (ms *methodSet) codexFor(ctx context.Context, st *msession) (*appClient, er
 		st.client = nil
 		ms.mu.Unlock()
 	}
+	if st.home == "" {
+		home, err := ms.s.homes.newSession()
+		if err != nil {
+			return nil, tools.Errorf(tools.KindUnavailable, "Codex: could not prepare the session's home: %v", err)
+		}
+		ms.mu.Lock()
+		st.home = home
+		ended = st.ended
+		ms.mu.Unlock()
+		if ended { // sessionEnded did not see the home: forget it here
+			ms.s.homes.forget(home)
+			return nil, tools.Errorf(tools.KindUnavailable, "the session has ended")
+		}
+	}
 	if err := ms.reserve(); err != nil {
 		return nil, err
 	}
+	home := st.home
 	var nc *appClient
-	nc, err := startAppClient(ctx, []string{ms.s.opts.Binary, "app-server"}, ms.s.wsReal, ms.s.env,
+	nc, err := startAppClient(ctx, func() (*process, error) { return ms.s.startCodex(home, ms.s.wsReal) },
 		func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 			return ms.approve(ctx, method, params)
 		},
@@ -331,7 +355,7 @@ func (ms *methodSet) sessionEnded(id string) {
 	}
 	st.ended = true
 	delete(ms.sessions, id)
-	cl := st.client
+	cl, home := st.client, st.home
 	st.client = nil
 	for sid, l := range st.listeners {
 		l.stop()
@@ -348,13 +372,19 @@ func (ms *methodSet) sessionEnded(id string) {
 		}
 	}
 	ms.mu.Unlock()
-	if cl != nil {
-		ms.bg.Add(1)
-		go func() {
-			defer ms.bg.Done()
-			cl.close(true)
-		}()
+	if cl == nil && home == "" {
+		return
 	}
+	ms.bg.Add(1)
+	go func() {
+		defer ms.bg.Done()
+		if cl != nil {
+			cl.close(true)
+		}
+		if home != "" {
+			ms.s.homes.forget(home)
+		}
+	}()
 }
 
 // wait waits for the background work of ended sessions.
@@ -401,6 +431,9 @@ func (c *mcall) loaded(ctx context.Context, id string) (*mconv, *appClient, erro
 	}
 	cl, err := c.codex(ctx)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.adopt(id, ""); err != nil {
 		return nil, nil, err
 	}
 	params := map[string]any{"threadId": id, "excludeTurns": true}

@@ -65,7 +65,10 @@ func gitDiffToRemote(ctx context.Context, c *mcall) (any, error) {
 }
 
 // getAuthStatus passes the token through to the asking session's answer
-// only: it is never logged, and errors never carry it.
+// only, and only a token that session set itself (loginApiKey, or a
+// ChatGPT login it completed): the operator's credentials, which every
+// session's Codex starts with, are never returned. The token is never
+// logged, and errors never carry it.
 func getAuthStatus(ctx context.Context, c *mcall) (any, error) {
 	var p struct {
 		IncludeToken *bool `json:"includeToken"`
@@ -73,6 +76,13 @@ func getAuthStatus(ctx context.Context, c *mcall) (any, error) {
 	}
 	if err := c.decode(&p); err != nil {
 		return nil, err
+	}
+	c.ms.mu.Lock()
+	own := c.sess.ownKey
+	c.ms.mu.Unlock()
+	if !own && p.IncludeToken != nil && *p.IncludeToken {
+		no := false
+		p.IncludeToken = &no // not even asked of Codex
 	}
 	raw, err := c.rpc(ctx, "getAuthStatus", map[string]any{"includeToken": p.IncludeToken, "refreshToken": p.RefreshToken})
 	if err != nil {
@@ -83,6 +93,9 @@ func getAuthStatus(ctx context.Context, c *mcall) (any, error) {
 		return nil, tools.Errorf(tools.KindInternal, "getAuthStatus: unreadable answer from Codex")
 	}
 	if p.IncludeToken == nil || !*p.IncludeToken {
+		delete(out, "authToken")
+	}
+	if out["authToken"] != nil && !own {
 		delete(out, "authToken")
 	}
 	return dropNulls(out), nil
@@ -221,7 +234,15 @@ func loginApiKey(ctx context.Context, c *mcall) (any, error) {
 		}
 		return nil, err
 	}
+	c.ms.setOwnKey(c.sess, true)
 	return map[string]any{}, nil
+}
+
+// setOwnKey records whether the credentials in st's home are ones st set.
+func (ms *methodSet) setOwnKey(st *msession, own bool) {
+	ms.mu.Lock()
+	st.ownKey = own
+	ms.mu.Unlock()
 }
 
 func loginChatGpt(ctx context.Context, c *mcall) (any, error) {
@@ -264,6 +285,7 @@ func logoutChatGpt(ctx context.Context, c *mcall) (any, error) {
 	if _, err := c.rpc(ctx, "account/logout", nil); err != nil {
 		return nil, err
 	}
+	c.ms.setOwnKey(c.sess, false)
 	return map[string]any{}, nil
 }
 
@@ -292,6 +314,9 @@ func (ms *methodSet) relayAccount(host *msession, method string, params json.Raw
 		_ = json.Unmarshal(params, &p)
 		if p.LoginID == nil {
 			return // an API key login: authStatusChange says it
+		}
+		if p.Success {
+			ms.setOwnKey(host, true)
 		}
 		n := map[string]any{"loginId": *p.LoginID, "success": p.Success}
 		if p.Error != nil {

@@ -90,6 +90,9 @@ func (c *mcall) threadParams(p newConversationParams, withCwd bool) (map[string]
 		}
 		out["cwd"] = dir
 	}
+	if err := checkClientConfig(c.name+": config", p.Config); err != nil {
+		return nil, err
+	}
 	config := map[string]any{}
 	if p.Profile != "" {
 		var err error
@@ -268,9 +271,10 @@ func resumeConversation(ctx context.Context, c *mcall) (any, error) {
 		return nil, err
 	}
 	id := p.ConversationID
+	var path string
 	if p.Path != "" {
 		var err error
-		if _, id, err = c.ms.rolloutPath(p.Path); err != nil {
+		if path, id, err = c.ms.rolloutPath(p.Path); err != nil {
 			return nil, err
 		}
 		if p.ConversationID != "" && p.ConversationID != id {
@@ -312,6 +316,9 @@ func resumeConversation(ctx context.Context, c *mcall) (any, error) {
 	if cl == nil {
 		var err error
 		if cl, err = c.codex(ctx); err != nil {
+			return nil, err
+		}
+		if err := c.adopt(id, path); err != nil {
 			return nil, err
 		}
 	}
@@ -384,24 +391,17 @@ func (ms *methodSet) hostOf(cl *appClient) *msession {
 	return nil
 }
 
-// rolloutPath checks that p is a rollout file under CODEX_HOME and
-// returns it (absolute) with the conversation id its name ends with.
+// rolloutPath checks that p is a rollout file in one of troupe's Codex
+// homes (home.go) and returns it (absolute, symlinks resolved) with the
+// conversation id its name ends with.
 func (ms *methodSet) rolloutPath(p string) (string, string, error) {
 	bad := tools.Errorf(tools.KindPermissionDenied, "rollout path `%s` must be in sessions directory", p)
-	if ms.s.codexHome == "" || !filepath.IsAbs(p) {
+	if !filepath.IsAbs(p) {
 		return "", "", bad
-	}
-	home, err := filepath.EvalSymlinks(ms.s.codexHome)
-	if err != nil {
-		return "", "", bad
-	}
-	under := func(root, p string) bool {
-		rel, err := filepath.Rel(root, p)
-		return err == nil && strings.HasPrefix(rel, "sessions/")
 	}
 	// Plainly elsewhere: refused before the file system is asked (so the
-	// answer says nothing about files outside CODEX_HOME).
-	if clean := filepath.Clean(p); !under(home, clean) && !under(filepath.Clean(ms.s.codexHome), clean) {
+	// answer says nothing about files outside troupe's homes).
+	if _, ok := ms.s.homes.rolloutHome(filepath.Clean(p)); !ok {
 		return "", "", bad
 	}
 	real, err := filepath.EvalSymlinks(p)
@@ -411,7 +411,7 @@ func (ms *methodSet) rolloutPath(p string) (string, string, error) {
 		}
 		return "", "", bad
 	}
-	if !under(home, real) {
+	if _, ok := ms.s.homes.rolloutHome(real); !ok {
 		return "", "", bad
 	}
 	name := filepath.Base(real)
@@ -424,6 +424,47 @@ func (ms *methodSet) rolloutPath(p string) (string, string, error) {
 		return "", "", bad
 	}
 	return real, id, nil
+}
+
+// adopt makes conversation id's rollout (at path, or found by id when
+// path is "") part of the session's own home, so that its Codex can
+// resume it: a rollout in the home of a session that has ended (in this
+// troupe or an earlier one) moves into this session's. A rollout in a
+// live session's home is that session's: not found, unless conversations
+// are shared. A rollout that is nowhere is left to Codex to report.
+func (c *mcall) adopt(id, path string) error {
+	ms := c.ms
+	if path == "" {
+		if path = ms.s.homes.findRollout(id); path == "" {
+			return nil
+		}
+	}
+	from, ok := ms.s.homes.rolloutHome(path)
+	if !ok {
+		return notFound(id)
+	}
+	ms.mu.Lock()
+	own := c.sess.home
+	live := false
+	for _, st := range ms.sessions {
+		if st != c.sess && st.home == from {
+			live = true
+		}
+	}
+	ms.mu.Unlock()
+	if from == own || ms.share && !strings.HasPrefix(from, filepath.Join(ms.s.homes.root, "sessions")) {
+		return nil
+	}
+	if live && !ms.share {
+		return notFound(id)
+	}
+	if own == "" {
+		return tools.Errorf(tools.KindInternal, "resumeConversation: the session has no Codex home")
+	}
+	if _, err := ms.s.homes.adopt(own, path); err != nil {
+		return tools.Errorf(tools.KindInternal, "resumeConversation: could not take over the rollout: %v", err)
+	}
+	return nil
 }
 
 func archiveConversation(ctx context.Context, c *mcall) (any, error) {

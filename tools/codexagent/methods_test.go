@@ -114,8 +114,8 @@ func methSetupWith(t *testing.T, model *scriptedModel, mo MethodOptions, extra s
 	t.Helper()
 	bin := codexBinary(t)
 	home, ws := writeCodexHome(t, model, extra), t.TempDir()
-	opts := Options{Binary: bin, Workspace: ws, Timeout: 2 * time.Minute,
-		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "CODEX_HOME": home, "LANG": "C.UTF-8"}}
+	opts := testOptions(t, Options{Binary: bin, Workspace: ws, Timeout: 2 * time.Minute,
+		Env: map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "CODEX_HOME": home, "LANG": "C.UTF-8"}})
 	if adjust != nil {
 		adjust(&opts)
 	}
@@ -274,7 +274,7 @@ func TestMethodsWithoutModel(t *testing.T) {
 	id, _ := nc["conversationId"].(string)
 	path, _ := nc["rolloutPath"].(string)
 	if methKeys(nc) != "conversationId,model,rolloutPath" || !validThreadID(id) || nc["model"] != "scripted" ||
-		!strings.HasPrefix(path, e.home) || !strings.HasSuffix(path, id+".jsonl") {
+		!strings.HasPrefix(path, e.ms.s.homes.root) || !strings.HasSuffix(path, id+".jsonl") {
 		t.Errorf("newConversation = %v", nc)
 	}
 	_, err = e.call(t, s, "newConversation", map[string]any{"cwd": "/etc"})

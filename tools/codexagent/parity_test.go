@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"troupe/sandbox"
 
 	"troupe/tools"
 )
@@ -53,7 +54,10 @@ func startOldServer(t *testing.T, bin string, model *scriptedModel) *oldServer {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + home, "LANG=C.UTF-8"}
-	proc, err := startProcess([]string{bin, "mcp-server"}, ws, env)
+	// The old release is the reference, not what is tested: it runs as
+	// it ran before troupe, outside the sandbox.
+	sb := testOptions(t, Options{}).Sandbox
+	proc, err := startProcess(sb, sandbox.Policy{Profile: sandbox.ProfileNone}, []string{bin, "mcp-server"}, ws, env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,12 @@ import (
 // long it has to exit on its own once its stdin is closed.
 const killGrace = 2 * time.Second
 
-// process is one `codex app-server`: the leader of its own process group,
-// stdin and stdout as the JSON-RPC channel, stderr kept (bounded) for
-// error messages.
+// process is one `codex app-server`, started in troupe's sandbox: the
+// leader of its own process group, stdin and stdout as the JSON-RPC
+// channel, stderr kept (bounded) for error messages.
 type process struct {
 	cmd    *exec.Cmd
+	run    *sandbox.Process
 	stdin  io.WriteCloser
 	stdout *os.File // read end; closed by stop
 	stderr *tailBuffer
@@ -29,8 +30,8 @@ type process struct {
 	stopOnce sync.Once
 }
 
-// startProcess starts argv with env in dir as a new process group.
-func startProcess(argv []string, dir string, env []string) (*process, error) {
+// startProcess starts argv with env in dir under policy pol of sb.
+func startProcess(sb *sandbox.Sandbox, pol sandbox.Policy, argv []string, dir string, env []string) (*process, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -41,7 +42,6 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 	cmd.Stdout = outW
 	p := &process{cmd: cmd, stdout: outR, stderr: &tailBuffer{max: 8 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
-	sandbox.NewSession(cmd)
 	// Bounds Wait's copy of stderr should an escaped grandchild hold it.
 	cmd.WaitDelay = 500 * time.Millisecond
 	stdin, err := cmd.StdinPipe()
@@ -51,9 +51,10 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 		return nil, err
 	}
 	p.stdin = stdin
-	err = cmd.Start()
+	p.run, err = sb.Start(pol, cmd)
 	outW.Close() // the child holds its own copy
 	if err != nil {
+		stdin.Close()
 		outR.Close()
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func startProcess(argv []string, dir string, env []string) (*process, error) {
 	go func() {
 		// Fails only if pid is not our child any more, which cannot
 		// happen before Wait; either way the leader is gone or stop's
-		// SIGKILL and Wait still hold.
+		// Kill and Wait still hold.
 		_ = sandbox.AwaitExit(pid)
 		close(p.exited)
 	}()
@@ -95,10 +96,12 @@ func (p *process) stop(graceful bool) {
 			}
 		}
 		// The leader is a zombie until Wait reaps it, so its pid still
-		// names this group: whatever Codex left running (shells, MCP
-		// servers) dies here and nothing else can.
-		signalGroup(pgid, syscall.SIGKILL)
+		// names this group; the sandbox's Kill also ends what left the
+		// group (setsid) through the run's cgroup or PID namespace:
+		// whatever Codex left running (shells, MCP servers) dies here.
+		p.run.Kill()
 		_ = p.cmd.Wait()
+		_ = p.run.Release()
 		p.stdout.Close()
 	})
 }

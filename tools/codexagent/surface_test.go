@@ -155,9 +155,9 @@ func newSurfaceEnv(t *testing.T, surface bool, extra string) (*surfaceEnv, *scri
 	e.out = outsideDir(t)
 	e.home = writeCodexHome(t, model, extra)
 	e.ws = t.TempDir()
-	ts, err := Tools(Options{Binary: bin, Workspace: e.ws, Timeout: 2 * time.Minute, Surface: surface,
+	ts, err := Tools(testOptions(t, Options{Binary: bin, Workspace: e.ws, Timeout: 2 * time.Minute, Surface: surface,
 		Env:    sandboxEnv(t, e.home),
-		Logger: slog.New(slog.NewJSONHandler(e.log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+		Logger: slog.New(slog.NewJSONHandler(e.log, &slog.HandlerOptions{Level: slog.LevelInfo}))}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +177,15 @@ func (e *surfaceEnv) wrote(t *testing.T, n int) (escaped bool) {
 
 // turnSandboxes lists the sandbox_policy type of every turn_context in
 // the thread's rollout: what each turn ran with.
-func turnSandboxes(t *testing.T, home, threadID string) []string {
+func turnSandboxes(t *testing.T, stateDir, threadID string) []string {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*"+threadID+".jsonl"))
+	var matches []string
+	_ = filepath.WalkDir(stateDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, threadID+".jsonl") {
+			matches = append(matches, path)
+		}
+		return nil
+	})
 	if len(matches) != 1 {
 		t.Fatalf("rollout of %s: %v", threadID, matches)
 	}
@@ -227,25 +233,26 @@ func callTool(t *testing.T, tool tools.Tool, args map[string]any) string {
 // danger-full-access runs a command that writes outside the workspace.
 // With the surface on Codex gets workspace-write and its sandbox refuses
 // the write (and codex-reply's turn is confined the same way); off, the
-// client gets what it asked for and the write happens.
+// client gets what it asked for of Codex, and troupe's sandbox, in which
+// Codex runs, still refuses the write.
 func TestSurfaceNarrowsDangerFullAccess(t *testing.T) {
 	for _, surface := range []bool{true, false} {
 		t.Run(fmt.Sprintf("surface=%v", surface), func(t *testing.T) {
 			e, _ := newSurfaceEnv(t, surface, "")
 			id := callTool(t, e.ts[0], map[string]any{"prompt": "write 1", "sandbox": "danger-full-access",
 				"approval-policy": "never"})
-			if escaped := e.wrote(t, 1); escaped == surface {
-				t.Fatalf("surface %v: the command wrote outside the workspace: %v", surface, escaped)
+			if e.wrote(t, 1) {
+				t.Fatalf("surface %v: the command wrote outside the workspace (troupe's sandbox holds in both modes)", surface)
 			}
 			callTool(t, e.ts[1], map[string]any{"threadId": id, "prompt": "write 2"})
-			if escaped := e.wrote(t, 2); escaped == surface {
-				t.Fatalf("surface %v, codex-reply: the command wrote outside the workspace: %v", surface, escaped)
+			if e.wrote(t, 2) {
+				t.Fatalf("surface %v, codex-reply: the command wrote outside the workspace (troupe's sandbox holds in both modes)", surface)
 			}
 			want := []string{"danger-full-access", "danger-full-access"}
 			if surface {
 				want = []string{"workspace-write", "workspace-write"}
 			}
-			if got := turnSandboxes(t, e.home, id); !reflect.DeepEqual(got, want) {
+			if got := turnSandboxes(t, e.s.homes.root, id); !reflect.DeepEqual(got, want) {
 				t.Errorf("the turns ran with %q, want %q", got, want)
 			}
 			logged := strings.Contains(e.log.String(), `"msg":"codex: sandbox narrowed"`)
@@ -265,18 +272,18 @@ func TestSurfaceNarrowsConfiguredSandbox(t *testing.T) {
 		t.Run(fmt.Sprintf("surface=%v", surface), func(t *testing.T) {
 			e, _ := newSurfaceEnv(t, surface, "sandbox_mode = \"danger-full-access\"\napproval_policy = \"never\"\n")
 			id := callTool(t, e.ts[0], map[string]any{"prompt": "write 1"})
-			if escaped := e.wrote(t, 1); escaped == surface {
-				t.Fatalf("surface %v: the command wrote outside the workspace: %v", surface, escaped)
+			if e.wrote(t, 1) {
+				t.Fatalf("surface %v: the command wrote outside the workspace (troupe's sandbox holds in both modes)", surface)
 			}
 			callTool(t, e.ts[1], map[string]any{"conversationId": id, "prompt": "write 2"})
-			if escaped := e.wrote(t, 2); escaped == surface {
-				t.Fatalf("surface %v, codex-reply: the command wrote outside the workspace: %v", surface, escaped)
+			if e.wrote(t, 2) {
+				t.Fatalf("surface %v, codex-reply: the command wrote outside the workspace (troupe's sandbox holds in both modes)", surface)
 			}
 			want := []string{"danger-full-access", "danger-full-access"}
 			if surface {
 				want = []string{"workspace-write", "workspace-write"}
 			}
-			if got := turnSandboxes(t, e.home, id); !reflect.DeepEqual(got, want) {
+			if got := turnSandboxes(t, e.s.homes.root, id); !reflect.DeepEqual(got, want) {
 				t.Errorf("the turns ran with %q, want %q", got, want)
 			}
 			// The narrowing was troupe's turn/start, from the thread's
@@ -298,7 +305,7 @@ func TestSurfaceSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs := func(surface bool) (map[string]tools.Spec, map[string]tools.Spec) {
-		opts := Options{Binary: bin, Workspace: t.TempDir(), Surface: surface}
+		opts := testOptions(t, Options{Binary: bin, Workspace: t.TempDir(), Surface: surface})
 		ts, err := Tools(opts)
 		if err != nil {
 			t.Fatal(err)
@@ -360,7 +367,7 @@ func TestConfine(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := func(surface bool) *toolSet {
-		ts, err := Tools(Options{Binary: bin, Workspace: ws, Surface: surface})
+		ts, err := Tools(testOptions(t, Options{Binary: bin, Workspace: ws, Surface: surface}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -486,16 +493,16 @@ func TestSurfaceMethods(t *testing.T) {
 			e.must(t, s, "sendUserMessage", map[string]any{"conversationId": id,
 				"items": []any{map[string]any{"type": "text", "data": map[string]any{"text": "write 1"}}}})
 			s.waitCount(t, "codex/event/task_complete", 1)
-			if escaped(1) == tc.surface {
-				t.Fatalf("sendUserMessage: wrote outside the workspace = %v", !tc.surface)
+			if escaped(1) {
+				t.Fatalf("sendUserMessage: wrote outside the workspace (troupe's sandbox holds in both modes)")
 			}
 			e.must(t, s, "sendUserTurn", map[string]any{"conversationId": id,
 				"items": []any{map[string]any{"type": "text", "data": map[string]any{"text": "write 2"}}},
 				"cwd":   e.ws, "approvalPolicy": "never", "sandboxPolicy": map[string]any{"mode": "danger-full-access"},
 				"model": "scripted", "summary": "auto"})
 			s.waitCount(t, "codex/event/task_complete", 2)
-			if escaped(2) == tc.surface {
-				t.Fatalf("sendUserTurn: wrote outside the workspace = %v", !tc.surface)
+			if escaped(2) {
+				t.Fatalf("sendUserTurn: wrote outside the workspace (troupe's sandbox holds in both modes)")
 			}
 			// resumeConversation, by another session once the first ended,
 			// asking for danger-full-access in its overrides.
@@ -510,14 +517,14 @@ func TestSurfaceMethods(t *testing.T) {
 			e.must(t, s2, "sendUserMessage", map[string]any{"conversationId": id,
 				"items": []any{map[string]any{"type": "text", "data": map[string]any{"text": "write 3"}}}})
 			s2.waitCount(t, "codex/event/task_complete", 1)
-			if escaped(3) == tc.surface {
-				t.Fatalf("after resumeConversation: wrote outside the workspace = %v", !tc.surface)
+			if escaped(3) {
+				t.Fatalf("after resumeConversation: wrote outside the workspace (troupe's sandbox holds in both modes)")
 			}
 			want := []string{"danger-full-access", "danger-full-access", "danger-full-access"}
 			if tc.surface {
 				want = []string{"workspace-write", "workspace-write", "workspace-write"}
 			}
-			if got := turnSandboxes(t, e.home, id); !reflect.DeepEqual(got, want) {
+			if got := turnSandboxes(t, e.ms.s.homes.root, id); !reflect.DeepEqual(got, want) {
 				t.Errorf("the turns ran with %q, want %q", got, want)
 			}
 			if logged := strings.Contains(logs.String(), "sandbox narrowed"); logged != tc.surface {

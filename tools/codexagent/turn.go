@@ -64,12 +64,13 @@ type turn struct {
 func (s *toolSet) run(ctx context.Context, req *tools.Request, spec turnSpec) (*turnResult, error) {
 	turnCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	proc, err := startProcess([]string{s.opts.Binary, "app-server"}, spec.dir, s.env)
+	home, err := s.homes.tools()
+	if err != nil {
+		return nil, tools.Errorf(tools.KindUnavailable, "%s: could not prepare Codex's home: %v", spec.tool, err)
+	}
+	proc, err := s.startCodex(home, spec.dir)
 	if err != nil {
 		return nil, tools.Errorf(tools.KindUnavailable, "%s: could not start Codex: %v", spec.tool, err)
-	}
-	if s.onStart != nil {
-		s.onStart(proc.cmd.Process.Pid)
 	}
 	tr := &turn{t: s, ctx: turnCtx, req: req, spec: spec, c: newConn(proc)}
 	res, err := tr.drive(turnCtx)
