@@ -1,11 +1,11 @@
 package config
 
 import (
-	"path/filepath"
 	"encoding/json"
 	"net"
 	"net/url"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
