@@ -192,6 +192,13 @@ func TestStatusCookieIsPerLogin(t *testing.T) {
 			t.Errorf("GET /metrics with the status cookie: %d, want 401", w.Code)
 		}
 	}
+	req := httptest.NewRequest("GET", "https://127.0.0.1:8443/status?token="+token, nil)
+	req.Host = "127.0.0.1:8443"
+	w := httptest.NewRecorder()
+	a.h.ServeHTTP(w, req)
+	if cs := w.Result().Cookies(); len(cs) != 1 || !cs[0].Secure {
+		t.Errorf("a login over TLS set %v, want one Secure cookie", cs)
+	}
 	sum := sha256.Sum256([]byte(token))
 	m := hmac.New(sha256.New, sum[:])
 	m.Write([]byte("troupe status page cookie v1"))
