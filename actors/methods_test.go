@@ -65,7 +65,80 @@ func methodClient(t *testing.T, m *echoMethod) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newClient(t, Options{Session: SessionOptions{Methods: reg}}, echoTool())
+	return newClient(t, Options{Session: SessionOptions{Methods: reg,
+		MethodTools: map[string][]string{"echoBack": {"echo"}}}}, echoTool())
+}
+
+// TestMethodFollowsItsTools: a method is served only while the session's
+// tool set has the tools it stands for (MethodTools). When a new tool set
+// (a reload) drops one, the method is "method not found" and its tool
+// never runs, not even through the gate; when the tool comes back, so does
+// the method. A method MethodTools does not name is never served.
+func TestMethodFollowsItsTools(t *testing.T) {
+	var runs atomic.Int32
+	m := &echoMethod{sessions: map[string]tools.Session{}, ended: make(chan string, 4), gated: true, runs: &runs}
+	other := &echoMethod{sessions: map[string]tools.Session{}, ended: make(chan string, 4), runs: &runs}
+	methods, err := tools.NewRegistry(m, renamed{other, "unnamed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, Options{Session: SessionOptions{Methods: methods,
+		MethodTools: map[string][]string{"echoBack": {"echo", "panic"}}}}, echoTool(), panicTool())
+	c.initializeWith("2025-06-18", elicitCaps)
+	c.request(1, "echoBack", map[string]any{"n": 1})
+	e, _ := c.expectElicitation()
+	c.answer(e, `{"decision":"approved"}`)
+	if r := c.recv(); r.Error != nil || runs.Load() != 1 {
+		t.Fatalf("with its tools served: %s", r.raw)
+	}
+	c.request(2, "unnamed", nil)
+	if r := c.recv(); r.Error == nil || r.Error.Code != protocol.CodeMethodNotFound {
+		t.Fatalf("a method MethodTools does not name: %s", r.raw)
+	}
+
+	onlyEcho, err := tools.NewRegistry(echoTool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.host.SetRegistry(onlyEcho)
+	if n := c.recv(); n.Method != protocol.NotificationToolsListChanged {
+		t.Fatalf("want the list change, got %s", n.raw)
+	}
+	c.request(3, "echoBack", map[string]any{"n": 3})
+	r := c.recv()
+	if r.Error == nil || r.Error.Code != protocol.CodeMethodNotFound || !strings.Contains(r.Error.Message, "panic") {
+		t.Fatalf("with one of its tools gone: %s, want -32601 naming the tool", r.raw)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the hidden method ran")
+	}
+
+	both, err := tools.NewRegistry(echoTool(), panicTool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.host.SetRegistry(both)
+	if n := c.recv(); n.Method != protocol.NotificationToolsListChanged {
+		t.Fatalf("want the list change, got %s", n.raw)
+	}
+	c.request(4, "echoBack", map[string]any{"n": 4})
+	e, _ = c.expectElicitation()
+	c.answer(e, `{"decision":"approved"}`)
+	if r := c.recv(); r.Error != nil || runs.Load() != 2 {
+		t.Fatalf("with its tools back: %s", r.raw)
+	}
+}
+
+// renamed serves a tool under another name.
+type renamed struct {
+	tools.Tool
+	name string
+}
+
+func (r renamed) Spec() tools.Spec {
+	s := r.Tool.Spec()
+	s.Name = r.name
+	return s
 }
 
 // TestMethodsAreServedBesideMCP: a method of SessionOptions.Methods is

@@ -65,6 +65,15 @@ type SessionOptions struct {
 	// never listed by tools/list nor callable through tools/call. nil
 	// serves none.
 	Methods *tools.Registry
+	// MethodTools names, for each method of Methods, the tools whose power
+	// it has (execOneOffCommand shell.exec's, Codex's methods codex's and
+	// codex-reply's). A method is served only while the session's tool
+	// set (Registry, as Host.SetRegistry changes it on a reload) has every
+	// one of them, so what hides a tool (tools.allow and tools.deny, a
+	// disabled [codex] or [shell]) hides its methods too; otherwise the
+	// method is not found (-32601) and nothing starts. A method it does
+	// not name is never served.
+	MethodTools map[string][]string
 
 	// callers keeps the output of 2026-07-28 HTTP requests per caller
 	// (stateless_store.go); set by NewHost.
@@ -278,12 +287,20 @@ func (s *session) handle(ctx actor.Context, req *jsonrpc2.Request) {
 		}
 		return
 	}
+	var hidden string // the tool whose absence hides the method asked for
 	if !known && s.opts.Methods != nil {
 		if _, ok := s.opts.Methods.Lookup(req.Method); ok {
-			known, m = true, method{needsInit: true, isMethod: true, request: (*session).callMethod}
+			var served bool
+			if hidden, served = s.methodServed(req.Method); served {
+				known, m = true, method{needsInit: true, isMethod: true, request: (*session).callMethod}
+			}
 		}
 	}
 	switch {
+	case hidden != "":
+		s.log.Debug("method not served: the tool it stands for is not", "method", req.Method, "tool", hidden)
+		s.fail(req.ID, protocol.CodeMethodNotFound, "method not found: "+req.Method+
+			" (it is served only while the tool "+hidden+" is, and this server does not serve that tool)")
 	case !known || m.request == nil:
 		s.fail(req.ID, protocol.CodeMethodNotFound, "method not found: "+req.Method)
 	case s.draining:
@@ -510,6 +527,24 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		return
 	}
 	s.startCall(ctx, req, p.Name, p.Arguments, p.Meta, &meta, s.registry)
+}
+
+// methodServed reports whether the method name of SessionOptions.Methods
+// is served now: MethodTools names it and the session's tool set has every
+// tool named for it. When not, hiddenBy is the first of those tools the
+// set lacks ("" when MethodTools does not name the method). It is asked at
+// every call, so a reload's tool set decides at once.
+func (s *session) methodServed(name string) (hiddenBy string, served bool) {
+	need, ok := s.opts.MethodTools[name]
+	if !ok {
+		return "", false
+	}
+	for _, tool := range need {
+		if _, ok := s.registry.Lookup(tool); !ok {
+			return tool, false
+		}
+	}
+	return "", true
 }
 
 // callMethod serves a method of SessionOptions.Methods (Codex's former

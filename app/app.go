@@ -46,14 +46,17 @@ type App struct {
 	log  *slog.Logger
 	// regLog logs the registry builds' naming warnings, each once across
 	// builds (at start, when a downstream's tools change, at reloads).
-	regLog    *slog.Logger
-	ws        *workspace.Root
-	sb        *sandbox.Sandbox
-	registry  *tools.Registry // New's, without downstream tools
-	methods   *tools.Registry // Codex's former management methods, served beside MCP (methods.go); built once
-	writable  config.RunWritable
-	approvals *approvalstate.Sealer
-	obs       *observing // nil: nobody could see it (observe.go)
+	regLog   *slog.Logger
+	ws       *workspace.Root
+	sb       *sandbox.Sandbox
+	registry *tools.Registry // New's, without downstream tools
+	methods  *tools.Registry // Codex's former management methods, served beside MCP (methods.go); built once
+	// methodTools are the tools each method stands for: it is served
+	// while they are (methods.go).
+	methodTools map[string][]string
+	writable    config.RunWritable
+	approvals   *approvalstate.Sealer
+	obs         *observing // nil: nobody could see it (observe.go)
 
 	// mu orders registry builds: reloads, and rebuilds when a downstream
 	// server's tools change. It guards cfg and run.
@@ -142,7 +145,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		return fail(true, fmt.Errorf("cannot build the tool registry: %w", err))
 	}
 	obs.setTools(a.registry)
-	if a.methods, err = a.buildMethods(cfg); err != nil {
+	if a.methods, a.methodTools, err = a.buildMethods(cfg); err != nil {
 		return fail(true, fmt.Errorf("cannot build the management methods: %w", err))
 	}
 	if a.approvals, err = newApprovalStates(cfg, log); err != nil {

@@ -11,18 +11,29 @@ import (
 // former MCP server that sessions serve beside MCP ([codex]
 // management_methods): the conversation, auth and config methods bridged
 // to Codex when its binary is found, and execOneOffCommand, which runs
-// through shell.exec's sandbox and approval and is served while [shell] is
-// enabled. nil when there are none. The Codex methods run with the same
-// options as the codex tools (codexOptions), so features.
-// enable_mcp_server_surface keeps Codex's sandbox within workspace-write
-// for their threads and turns too. It is built once: changes to [codex]
-// and [shell] reach the methods at the next start (reload.go says so).
-func (a *App) buildMethods(cfg *config.Config) (*tools.Registry, error) {
+// through shell.exec's sandbox and approval. nil when there are none.
+// The Codex methods run with the same options as the codex tools
+// (codexOptions), so features.enable_mcp_server_surface keeps Codex's
+// sandbox within workspace-write for their threads and turns too.
+//
+// Beside the registry it returns the tools each method stands for
+// (actors.SessionOptions.MethodTools): execOneOffCommand shell.exec, the
+// Codex methods codex and codex-reply. A session serves a method only
+// while its tool set has those tools, so tools.allow/tools.deny and a
+// disabled [codex] or [shell] govern the methods as they govern the
+// tools, reloads included. The methods themselves are built once: a
+// reload can take them away, but what [codex] and [shell] configure in
+// them (the binary, the sandbox profile) changes at the next start, and a
+// method missing at start (no Codex binary, management_methods off)
+// stays missing until then (reload.go says so).
+func (a *App) buildMethods(cfg *config.Config) (*tools.Registry, map[string][]string, error) {
 	if !cfg.Codex.ManagementMethods {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var ts []tools.Tool
+	stand := map[string][]string{}
 	if cfg.Shell.Enabled {
+		stand[command.NameOneOff] = []string{command.NameShell}
 		oneOff, err := command.OneOff(command.ShellOptions{Workspace: a.ws.Dir(), SandboxProfile: cfg.Shell.SandboxProfile,
 			AllowNetwork: cfg.Shell.AllowNetwork, Sandbox: a.sb, Limits: sandboxLimits(cfg), Timeout: cfg.Shell.Timeout,
 			KillGrace: cfg.Sandbox.KillGrace})
@@ -39,10 +50,18 @@ func (a *App) buildMethods(cfg *config.Config) (*tools.Registry, error) {
 			a.regLog.Warn("Codex's management methods are not served", "binary", opts.Binary, "err", err)
 		} else {
 			ts = append(ts, methods...)
+			// newConversation starts a conversation as codex does,
+			// sendUserTurn continues one as codex-reply does, and the
+			// rest read or change the same Codex: an operator who takes
+			// either tool away takes the methods away too.
+			for _, m := range methods {
+				stand[m.Spec().Name] = []string{codexagent.NameCodex, codexagent.NameReply}
+			}
 		}
 	}
 	if len(ts) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return tools.NewRegistry(ts...)
+	reg, err := tools.NewRegistry(ts...)
+	return reg, stand, err
 }

@@ -94,7 +94,9 @@ var reloadRules = []reloadRule{
 	{key: "[tracing]", part: func(c *config.Config) any { return c.Tracing }},
 	// The management methods (methods.go) are built once; their tools
 	// keep per-session state (Codex processes, listeners) a rebuild would
-	// orphan.
+	// orphan. Whether each is served follows the tool set every reload
+	// rebuilds (actors.SessionOptions.MethodTools), so a reload can take
+	// them away at once; what [codex] and [shell] configure in them waits.
 	{key: "the management methods ([codex], [shell] as execOneOffCommand uses it)", part: func(c *config.Config) any {
 		return [2]any{c.Codex, c.Shell}
 	}},

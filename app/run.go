@@ -314,6 +314,7 @@ func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.L
 			Instructions: cfg.Server.Instructions,
 			Registry:     a.registry,
 			Methods:      a.methods,
+			MethodTools:  a.methodTools,
 			PageSize:     cfg.Limits.PageSize,
 			MaxInFlight:  cfg.Limits.MaxInFlight,
 			CallTimeout:  cfg.Limits.CallTimeout,

@@ -348,3 +348,66 @@ func TestAPIKeyStaysOutOfLogs(t *testing.T) {
 		t.Fatalf("no authStatusChange notification: %s", changes)
 	}
 }
+
+// TestDeniedToolsRefuseTheirMethods: tools.deny governs the management
+// methods as it governs the tools. With shell.exec, codex and codex-reply
+// denied, newConversation (even asking for a program in Codex's config),
+// getUserAgent and execOneOffCommand are "method not found" (-32601)
+// before anything starts: no approval is asked and Codex is not run. With
+// only shell.exec denied, Codex's methods are served again (the real
+// Codex answers getUserAgent) and execOneOffCommand is still refused.
+func TestDeniedToolsRefuseTheirMethods(t *testing.T) {
+	bin := codexBinary(t)
+	t.Setenv("CODEX_HOME", scriptedCodexHome(t, nil))
+	t.Setenv("RUST_BACKTRACE", "")
+	outside := t.TempDir()
+	pwned := filepath.Join(outside, "pwned")
+	init := map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"elicitation": map[string]any{}},
+		"clientInfo": map[string]any{"name": "orchestrator", "version": "1"}}
+	start := func(deny string) *lineServer {
+		s := startLineServer(t, t.TempDir(), "-c", fmt.Sprintf("codex.binary=%q", bin), "-c", "tools.deny="+deny)
+		if m := s.call(0, "initialize", init); m["error"] != nil {
+			t.Fatalf("initialize: %v", m)
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+		s.in.Write(append(b, '\n'))
+		return s
+	}
+	var asked []string
+	approve := func(req map[string]any) any {
+		asked = append(asked, fmt.Sprint(req["method"]))
+		return map[string]any{"decision": "approved"}
+	}
+	refused := func(s *lineServer, id int, method string, params any) {
+		t.Helper()
+		m := s.callAnswering(id, method, params, approve)
+		e, _ := m["error"].(map[string]any)
+		if e == nil || e["code"] != float64(-32601) || !strings.Contains(fmt.Sprint(e["message"]), "method not found: "+method) {
+			t.Errorf("%s: %v, want -32601 method not found", method, m)
+		}
+	}
+
+	s := start(`["shell.exec","codex","codex-reply"]`)
+	refused(s, 1, "newConversation", map[string]any{"sandbox": "read-only",
+		"config": map[string]any{"mcp_servers.p.command": "/bin/sh", "mcp_servers.p.args": []string{"-c", "id > " + pwned}}})
+	refused(s, 2, "getUserAgent", map[string]any{})
+	refused(s, 3, "execOneOffCommand", map[string]any{"command": []string{"sh", "-c", "id > " + pwned}})
+	if len(asked) != 0 {
+		t.Errorf("denied methods asked for approval: %v", asked)
+	}
+	time.Sleep(500 * time.Millisecond) // a program started anyway would have written by now
+	if fileExists(outside, "pwned") {
+		t.Fatal("a denied method ran a program")
+	}
+	s.stop()
+
+	s = start(`["shell.exec"]`)
+	m := s.call(1, "getUserAgent", map[string]any{})
+	if ua, _ := m["result"].(map[string]any)["userAgent"].(string); ua == "" {
+		t.Fatalf("getUserAgent with codex allowed: %v", m)
+	}
+	refused(s, 2, "execOneOffCommand", map[string]any{"command": []string{"sh", "-c", "id > " + pwned}})
+	if len(asked) != 0 || fileExists(outside, "pwned") {
+		t.Fatalf("execOneOffCommand with shell.exec denied asked %v or ran", asked)
+	}
+}

@@ -1,11 +1,10 @@
 package mcphttp
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"net/http"
+	"time"
 )
 
 // The operators' paths served beside MCP when Options.Admin is set: the
@@ -25,24 +24,21 @@ func IsAdminPath(path string) bool {
 	return path == adminMetrics || path == adminStatus || path == adminStatusJSON
 }
 
-// statusCookie is the cookie a browser gets for the operators' paths in
+// statusCookie is the cookie a browser gets for the status page in
 // exchange for a token in /status?token=…. A browser sends no bearer
-// header, so the cookie stands in for it; its value is a MAC derived from
-// the token (never the token itself), so a page script or a stolen cookie
-// jar never yields the token, and changing the token (SetBearerToken on a
-// reload) invalidates every cookie issued for the old one.
+// header, so the cookie stands in for it. Its value is random, one per
+// login, and kept by the server with an expiry (statusLogins): it says
+// nothing about the token, a stolen one dies with its login, and changing
+// the token (SetBearerToken on a reload) ends every login of the old one.
 const statusCookie = "troupe_status"
-
-// statusCookieLabel is what the cookie's MAC is computed over; a version
-// in it lets a later format invalidate today's cookies.
-const statusCookieLabel = "troupe status page cookie v1"
 
 // serveAdmin serves Options.Admin's paths: loopback Host and allowed
 // Origin as on the MCP endpoint, GET or HEAD only, then the bearer token
-// (in the Authorization header, or as the status cookie). A GET of
-// /status?token=<token> with the right token sets the cookie and redirects
-// to /status without the query, so the token leaves the address bar and
-// the history. Every refusal goes through deny (logged, counted).
+// (in the Authorization header, or, on the status page's paths, as the
+// status cookie). A GET of /status?token=<token> with the right token sets
+// the cookie and redirects to /status without the query, so the token
+// leaves the address bar and the history. Every refusal goes through deny
+// (logged, counted).
 func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if !h.checkSource(w, r) {
 		return
@@ -69,13 +65,18 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if c, err := r.Cookie(statusCookie); err == nil {
-		good := cookieValue(want)
-		if subtle.ConstantTimeCompare([]byte(c.Value), []byte(good)) == 1 {
+	// The cookie is the status page's (its Path is /status): /metrics is
+	// for scrapers, which send the bearer header.
+	if c, err := r.Cookie(statusCookie); err == nil && r.URL.Path != adminMetrics {
+		switch h.logins.check(c.Value, want) {
+		case loginValid:
 			h.opts.Admin.ServeHTTP(w, r)
-			return
+		case loginExpired:
+			h.deny(w, r, http.StatusUnauthorized, "the status page's login has expired: open /status?token=<token> again")
+		default:
+			h.deny(w, r, http.StatusUnauthorized, "the status cookie is not valid (expired, or the token changed?): "+
+				"open /status?token=<token> again")
 		}
-		h.deny(w, r, http.StatusUnauthorized, "the status cookie is not valid (the token changed?): open /status?token=<token> again")
 		return
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="troupe"`)
@@ -84,7 +85,9 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 }
 
 // exchangeToken checks the token of /status?token=… in constant time and,
-// when it fits, sets the status cookie and redirects (303) to /status.
+// when it fits, makes a login, sets its cookie (Path=/status, Max-Age of
+// the login's lifetime, HttpOnly, SameSite=Strict, Secure over TLS) and
+// redirects (303) to /status.
 func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, want *[32]byte) {
 	got := sha256.Sum256([]byte(r.URL.Query().Get("token")))
 	w.Header().Set("Cache-Control", "no-store")
@@ -93,24 +96,23 @@ func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, want *[3
 		h.deny(w, r, http.StatusUnauthorized, "invalid token in /status?token=")
 		return
 	}
+	value, err := h.logins.add(want)
+	if err != nil {
+		h.log.Error("status page login: no random value for the cookie", "err", err)
+		h.refuse(w, http.StatusInternalServerError, "the login could not be made; try again")
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     statusCookie,
-		Value:    cookieValue(want),
-		Path:     "/",
+		Value:    value,
+		Path:     adminStatus,
+		MaxAge:   int(statusLoginTTL / time.Second),
 		HttpOnly: true,
 		Secure:   r.TLS != nil,
 		SameSite: http.SameSiteStrictMode,
 	})
 	w.Header().Set("Location", adminStatus)
 	w.WriteHeader(http.StatusSeeOther)
-}
-
-// cookieValue is the status cookie's value for the token whose SHA-256 is
-// sum: HMAC-SHA256 of a fixed label keyed by that digest, hex.
-func cookieValue(sum *[32]byte) string {
-	m := hmac.New(sha256.New, sum[:])
-	m.Write([]byte(statusCookieLabel))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 // adminRequest reports whether r is for one of the operators' paths and

@@ -137,6 +137,8 @@ type Handler struct {
 	pool    sessionPool
 	closing atomic.Bool
 	denials denialLog
+	// logins are the status page's logins (/status?token=…), admin.go.
+	logins statusLogins
 }
 
 // New returns a Handler serving sessions on host.
