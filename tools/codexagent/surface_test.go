@@ -533,3 +533,68 @@ func TestSurfaceMethods(t *testing.T) {
 		})
 	}
 }
+
+// TestCodexSandboxHoldsInsideTroupes: Codex runs in troupe's sandbox,
+// and its own sandbox still works inside: a read-only thread's command
+// cannot write in the workspace (which troupe's sandbox would allow), a
+// workspace-write thread's can; and a command the model asks to run
+// outside Codex's sandbox (an escalation), approved by the client, runs
+// without Codex's sandbox but still inside troupe's: it writes in the
+// workspace and not outside.
+func TestCodexSandboxHoldsInsideTroupes(t *testing.T) {
+	out := outsideDir(t)
+	model := newScriptedModel(t, func(req modelRequest) map[string]any {
+		for _, it := range req.Input {
+			if it["type"] == "function_call_output" {
+				return modelMessage("done")
+			}
+		}
+		texts := strings.Join(req.texts(), " ")
+		args := map[string]any{"cmd": fmt.Sprintf("touch plain-file; touch %s/plain-escaped; true", out)}
+		if strings.Contains(texts, "escalate") {
+			args = map[string]any{"cmd": fmt.Sprintf("touch escalated-file; touch %s/escalated-escaped; true", out),
+				"sandbox_permissions": "require_escalated", "justification": "the test asks for it"}
+		}
+		b, _ := json.Marshal(args)
+		return map[string]any{"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": string(b)}
+	})
+	home := writeCodexHome(t, model, "")
+	ws := t.TempDir()
+	ts, err := Tools(testOptions(t, Options{Binary: codexBinary(t), Workspace: ws, Timeout: 2 * time.Minute,
+		Surface: true, Env: sandboxEnv(t, home)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(prompt, sandbox, policy string, client tools.Client) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"prompt": prompt, "sandbox": sandbox, "approval-policy": policy})
+		if _, err := ts[0].Call(context.Background(), &tools.Request{Arguments: b, Reporter: &recorder{}, Client: client,
+			Session: &fakeSession{}, RequestID: json.RawMessage(`"r1"`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+
+	run("plain", "read-only", "never", nil)
+	if exists(filepath.Join(ws, "plain-file")) || exists(filepath.Join(out, "plain-escaped")) {
+		t.Fatal("a read-only thread's command wrote: Codex's own sandbox does not hold inside troupe's")
+	}
+	run("plain", "workspace-write", "never", nil)
+	if !exists(filepath.Join(ws, "plain-file")) {
+		t.Fatal("a workspace-write thread's command could not write in the workspace: Codex's sandbox does not work inside troupe's")
+	}
+	if exists(filepath.Join(out, "plain-escaped")) {
+		t.Fatal("a workspace-write thread's command wrote outside the workspace")
+	}
+	client := &approver{decision: "accept"}
+	run("escalate", "read-only", "on-request", client)
+	if len(client.asked) != 1 {
+		t.Fatalf("the escalation was not asked of the client: %q", client.asked)
+	}
+	if !exists(filepath.Join(ws, "escalated-file")) {
+		t.Fatal("the approved escalated command did not run (or not outside Codex's read-only sandbox)")
+	}
+	if exists(filepath.Join(out, "escalated-escaped")) {
+		t.Fatal("an escalated command wrote outside the workspace: it ran outside troupe's sandbox")
+	}
+}
