@@ -231,12 +231,17 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 	}
 	h.mu.Unlock()
 
+	h.series.RLock()
+	if tm.gone {
+		tm = h.tool(tm.label)
+	}
 	tm.counter(h.m, outcome, era).Inc()
 	secs := took.Seconds()
 	tm.duration.Observe(secs)
 	if tm.downstream != nil {
 		tm.downstream.Observe(secs)
 	}
+	h.series.RUnlock()
 	if v != nil && v.span != nil {
 		h.endCall(v, outcome)
 	}
