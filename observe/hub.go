@@ -287,7 +287,10 @@ func (h *Hub) Snapshot() Snapshot {
 	h.mu.Unlock()
 
 	if f := h.opts.Downstreams; f != nil {
-		s.Downstreams = append(s.Downstreams, f()...)
+		for _, d := range f() {
+			d.Err = clip(d.Err, maxShownErrBytes) // the server may have chosen it
+			s.Downstreams = append(s.Downstreams, d)
+		}
 	}
 	sort.Slice(s.Sessions, func(i, j int) bool { return s.Sessions[i].Started.Before(s.Sessions[j].Started) })
 	sort.Slice(s.Calls, func(i, j int) bool { return s.Calls[i].Started.Before(s.Calls[j].Started) })

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -294,6 +295,42 @@ func TestSeriesOfGoneToolsGo(t *testing.T) {
 	call(h, "c-back", "s", "churn_0_0", "2025-06-18", "ok", time.Millisecond)
 	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("churn_0_0", "ok", "legacy")); got != 1 {
 		t.Errorf("calls{churn_0_0,ok,legacy} = %v, want 1", got)
+	}
+}
+
+// What the page shows that a client or a downstream server chose (a
+// client's name, the name of a tool that does not exist, a server's error)
+// is kept clipped, so neither the Hub's memory nor /status/ grows with
+// what they send.
+func TestLiveViewKeepsClientStringsBounded(t *testing.T) {
+	huge := strings.Repeat("é", 1<<20) // 2 MB, clipped at a rune boundary
+	h := New(Options{Downstreams: func() []DownstreamStatus {
+		return []DownstreamStatus{{Name: "evil", State: "failed", Err: huge}}
+	}})
+	h.SetTools(testTools())
+	for i := range 40 {
+		id := fmt.Sprintf("s%d", i)
+		h.SessionStarted(id, "http")
+		h.SessionInitialized(id, "2025-06-18", huge)
+	}
+	for i := range auditKept {
+		call(h, fmt.Sprintf("c-%d", i), "s0", huge, "2025-06-18", "ok", time.Millisecond)
+	}
+	snap := h.Snapshot()
+	b, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 256<<10 {
+		t.Fatalf("/status/ JSON is %d bytes for 40 sessions, 50 audit records and one server", len(b))
+	}
+	for _, s := range []string{snap.Sessions[0].Client, snap.Audit[0].Tool} {
+		if !strings.HasPrefix(s, "éé") || !strings.HasSuffix(s, "…") || len(s) > 256+len("…") || !utf8.ValidString(s) {
+			t.Fatalf("kept %d bytes: %.40q…", len(s), s)
+		}
+	}
+	if e := snap.Downstreams[0].Err; len(e) > 1024+len("…") || !utf8.ValidString(e) {
+		t.Fatalf("a downstream's error is shown with %d bytes", len(e))
 	}
 }
 

@@ -58,7 +58,7 @@ func (h *Hub) SessionInitialized(id, version, client string) {
 		return
 	}
 	from, to := s.era, eraOf(version)
-	s.era, s.version, s.client = to, version, client
+	s.era, s.version, s.client = to, clip(version, maxShownBytes), clip(client, maxShownBytes)
 	h.mu.Unlock()
 	h.moveSession(s.transport, from, to)
 }
@@ -222,7 +222,7 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 		*e = AuditEntry{Time: r.Stopped, Tool: tm.label, Outcome: r.Outcome, Approval: r.Approval,
 			DurationSeconds: took.Seconds(), CorrelationID: r.CorrelationID, Session: r.Session}
 		if tm == h.unknown {
-			e.Tool = r.Tool // the page may show the asked name; it is no label
+			e.Tool = clip(r.Tool, maxShownBytes) // the page may show the asked name; it is no label
 		}
 		h.ringNext = (h.ringNext + 1) % auditKept
 		if h.ringLen < auditKept {
