@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -147,6 +148,17 @@ type downstreamConn struct {
 	cancel  context.CancelFunc
 	work    sync.WaitGroup // the dial, list, ping and watch goroutines
 	timer   *time.Timer
+
+	// A server may send notifications/tools/list_changed as fast as it
+	// likes; each must not cost a tools/list. listing is set while one
+	// runs, again when a notification came meanwhile (or while there was
+	// no connection to list on): when the listing ends, one more is made.
+	// So a server has at most one listing in flight and one pending.
+	listing, again bool
+	// notified is set by the client's reading goroutine when it queues a
+	// *relist and cleared by the actor as it takes it: a flood of
+	// notifications queues one message, not one each.
+	notified atomic.Bool
 }
 
 // Messages the downstream's goroutines send it.
@@ -157,6 +169,8 @@ type (
 		tools  []json.RawMessage
 		err    error
 	}
+	// relist: the server sent notifications/tools/list_changed (one
+	// message for any number of them, see downstreamConn.notified).
 	relist     struct{ quiet }
 	listedDown struct {
 		quiet
@@ -184,13 +198,17 @@ func (dc *downstreamConn) Receive(ctx actor.Context) {
 	case *redial:
 		dc.dial(ctx)
 	case *relist:
-		dc.list(ctx)
+		dc.notified.Store(false)
+		dc.again = true
+		dc.listAgain(ctx)
 	case *listedDown:
+		dc.listing = false
 		if msg.client == dc.client && msg.err == nil {
 			dc.setTools(msg.tools)
 		} else if msg.err != nil && msg.client == dc.client {
 			dc.log.Warn("downstream: re-listing tools failed", "err", msg.err)
 		}
+		dc.listAgain(ctx)
 	case *pingTime:
 		dc.ping(ctx)
 	case *pingScheduled:
@@ -226,13 +244,17 @@ func (dc *downstreamConn) goWork(f func()) {
 
 func (dc *downstreamConn) dial(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	cfg, timeout, base := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx
+	cfg, timeout, base, notified := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx, &dc.notified
 	dc.handle.publish(nil, StateConnecting, nil, nil, false)
 	dc.goWork(func() {
 		dctx, cancel := context.WithTimeout(base, timeout)
 		defer cancel()
 		c, err := upstream.Dial(dctx, cfg, upstream.Handlers{
-			ToolsChanged: func() { root.Send(self, &relist{}) },
+			ToolsChanged: func() {
+				if notified.CompareAndSwap(false, true) {
+					root.Send(self, &relist{})
+				}
+			},
 		})
 		var list []json.RawMessage
 		if err == nil {
@@ -257,6 +279,9 @@ func (dc *downstreamConn) onDialed(ctx actor.Context, msg *dialed) {
 	dc.log.Info("downstream: connected", "server", info.Name, "server_version", info.Version,
 		"protocol", msg.client.ProtocolVersion(), "tools", len(msg.tools))
 	dc.setTools(msg.tools)
+	// A list_changed that came while the dial listed may not be in
+	// msg.tools.
+	dc.listAgain(ctx)
 	c, self, root := msg.client, ctx.Self(), ctx.ActorSystem().Root
 	dc.goWork(func() {
 		select {
@@ -279,11 +304,21 @@ func (dc *downstreamConn) setTools(list []json.RawMessage) {
 	}
 }
 
-func (dc *downstreamConn) list(ctx actor.Context) {
-	c := dc.client
-	if c == nil {
+// listAgain lists the tools when a notification asked for it and no
+// listing runs; otherwise the request waits (again stays set) for the
+// listing in flight to end or for the next connection.
+func (dc *downstreamConn) listAgain(ctx actor.Context) {
+	if !dc.again || dc.listing || dc.client == nil {
 		return
 	}
+	dc.again = false
+	dc.list(ctx)
+}
+
+// list starts the one listing of the tools in flight.
+func (dc *downstreamConn) list(ctx actor.Context) {
+	c := dc.client
+	dc.listing = true
 	self, root, timeout, base := ctx.Self(), ctx.ActorSystem().Root, dc.spec.StartupTimeout, dc.ctx
 	dc.goWork(func() {
 		lctx, cancel := context.WithTimeout(base, timeout)

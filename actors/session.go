@@ -381,11 +381,19 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: protocolVersion is required")
 		return
 	}
+	// The session keeps the client's name (logs, status page) and
+	// capabilities for its life: bounded, whatever the message size limit.
+	if err := p.CheckSizes(); err != nil {
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
+		return
+	}
 	if len(p.Capabilities) > 0 && string(p.Capabilities) != "null" {
-		if err := json.Unmarshal(p.Capabilities, &s.caps); err != nil {
+		var caps protocol.ClientCapabilities
+		if err := json.Unmarshal(p.Capabilities, &caps); err != nil {
 			s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: capabilities must be an object")
 			return
 		}
+		s.caps = caps.Essential()
 	}
 	var client protocol.Implementation // used here only: an idle session keeps no copy
 	if p.ClientInfo != nil {
@@ -569,6 +577,11 @@ func (s *session) callMethod(ctx actor.Context, req *jsonrpc2.Request) {
 // have been read.
 func (s *session) startCall(ctx actor.Context, req *jsonrpc2.Request, name string, args, rawMeta json.RawMessage,
 	meta *protocol.RequestMeta, registry *tools.Registry) {
+	// The call keeps its _meta (proxied tools pass it downstream).
+	if err := protocol.CheckSize("_meta", rawMeta, protocol.MaxMetaBytes); err != nil {
+		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
+		return
+	}
 	// An answered or cancelled call still in the table is stopping; the
 	// client may reuse its id (JSON-RPC ids need only be unique among
 	// requests in flight).

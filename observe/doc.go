@@ -9,7 +9,8 @@
 //
 //   - Metrics, in its own prometheus.Registry (never the global one), which
 //     /metrics serves. Every label value comes from a bounded set: tool
-//     names from the registry (SetTools; any other name is "unknown"), fixed
+//     names from the registry (SetTools; any other name is "unknown", and
+//     the series of a tool that left it are deleted), fixed
 //     lists for transports, eras, outcomes, profiles and states, and the
 //     configured downstream servers. Session ids, correlation ids and
 //     arguments never become labels: each distinct value would be a new

@@ -51,6 +51,10 @@ type Hub struct {
 	// it whole, so the path of a call reads it without a lock.
 	tools   atomic.Pointer[toolTable]
 	unknown *toolMetrics // what a tool the table lacks records under
+	// series orders the tool series' lives: SetTools holds it to mark the
+	// tools that left gone and delete their series, a finishing call holds
+	// it shared while it records, so no call recreates a deleted series.
+	series sync.RWMutex
 
 	mu          sync.Mutex
 	sessions    map[string]*sessionView
@@ -75,6 +79,10 @@ type toolMetrics struct {
 	downstream prometheus.Observer
 	// counters caches calls_total's children by outcome and era.
 	counters sync.Map // counterKey -> prometheus.Counter
+	// gone is set (under Hub.series) when the tool left the registry and
+	// its series were deleted; a call that finishes later records under
+	// the tool's new metrics if it came back, else under "unknown".
+	gone bool
 }
 
 type counterKey struct{ outcome, era string }
@@ -135,11 +143,16 @@ func (h *Hub) Registry() *prometheus.Registry {
 // ("first-party", "[codex]", or the downstream server's name for a proxied
 // tool). Only these names become tool label values; a call of any other
 // name records as "unknown", so clients cannot grow the series. Call it
-// again when the tools change (a downstream server comes or goes).
+// again when the tools change (a downstream server comes or goes, or lists
+// other tools): the series of tools that are no longer there are deleted,
+// so neither a downstream server that keeps renaming its tools nor reloads
+// grow /metrics. A tool that comes back starts from zero.
 func (h *Hub) SetTools(tools map[string]string) {
 	if h == nil {
 		return
 	}
+	h.series.Lock()
+	defer h.series.Unlock()
 	old := *h.tools.Load()
 	t := make(toolTable, len(tools))
 	for name, source := range tools {
@@ -154,6 +167,14 @@ func (h *Hub) SetTools(tools map[string]string) {
 		t[name] = h.newToolMetrics(name, server)
 	}
 	h.tools.Store(&t)
+	for name, tm := range old {
+		if _, kept := t[name]; kept || name == labelUnknown {
+			continue
+		}
+		tm.gone = true
+		h.m.callDuration.DeleteLabelValues(name)
+		h.m.calls.DeletePartialMatch(prometheus.Labels{"tool": name})
+	}
 }
 
 // newToolMetrics looks up a tool's metric children; server is the
@@ -266,7 +287,10 @@ func (h *Hub) Snapshot() Snapshot {
 	h.mu.Unlock()
 
 	if f := h.opts.Downstreams; f != nil {
-		s.Downstreams = append(s.Downstreams, f()...)
+		for _, d := range f() {
+			d.Err = clip(d.Err, maxShownErrBytes) // the server may have chosen it
+			s.Downstreams = append(s.Downstreams, d)
+		}
 	}
 	sort.Slice(s.Sessions, func(i, j int) bool { return s.Sessions[i].Started.Before(s.Sessions[j].Started) })
 	sort.Slice(s.Calls, func(i, j int) bool { return s.Calls[i].Started.Before(s.Calls[j].Started) })

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -228,6 +229,108 @@ func TestSetToolsAgainKeepsCounts(t *testing.T) {
 	}
 	if n := histogramCount(t, h, "troupe_downstream_call_duration_seconds", map[string]string{"server": "github"}); n != 1 {
 		t.Errorf("downstream_call_duration{github} count = %d, want 1", n)
+	}
+}
+
+// A downstream server that renames its tools again and again (or a reload
+// that drops some) leaves no series behind: only the tools listed now,
+// and "unknown", are tool label values. The tools that stay keep their
+// counts.
+func TestSeriesOfGoneToolsGo(t *testing.T) {
+	h := New(Options{})
+	h.SetTools(map[string]string{"shell": "first-party", "gh_search": "github"})
+	call(h, "c-shell", "s", "shell", "2025-06-18", "ok", time.Millisecond)
+	for i := range 300 {
+		tools := map[string]string{"shell": "first-party", "gh_search": "github"}
+		for k := range 5 {
+			tools[fmt.Sprintf("churn_%d_%d", i, k)] = "evil"
+		}
+		h.SetTools(tools)
+		for name := range tools {
+			call(h, fmt.Sprintf("c-%d-%s", i, name), "s", name, "2025-06-18", "ok", time.Millisecond)
+			call(h, fmt.Sprintf("d-%d-%s", i, name), "s", name, "2026-07-28", "tool_error", time.Millisecond)
+		}
+	}
+	h.SetTools(map[string]string{"shell": "first-party", "gh_search": "github"})
+
+	mfs, err := h.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := 0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			series++
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "tool" && strings.HasPrefix(l.GetValue(), "churn_") {
+					t.Fatalf("%s still has the series of the gone tool %q", mf.GetName(), l.GetValue())
+				}
+			}
+		}
+	}
+	if series > 200 {
+		t.Errorf("%d series after 300 tool lists", series)
+	}
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "ok", "legacy")); got != 301 {
+		t.Errorf("calls{shell,ok,legacy} = %v, want 301 (kept across the lists)", got)
+	}
+	if n := histogramCount(t, h, "troupe_call_duration_seconds", map[string]string{"tool": "gh_search"}); n != 600 {
+		t.Errorf("call_duration{gh_search} count = %d, want 600", n)
+	}
+	// A call of a tool that leaves while it runs records as "unknown" and
+	// does not bring the series back.
+	h.SetTools(map[string]string{"shell": "first-party", "leaving": "evil"})
+	c := &actors.CallView{ID: "c-leaving", Session: "s", Tool: "leaving", Version: "2025-06-18", Started: time.Now()}
+	h.CallStarted(t0ctx(), c)
+	h.SetTools(map[string]string{"shell": "first-party"})
+	h.CallFinished(c, &audit.Record{Tool: "leaving", Outcome: "ok", Started: c.Started, Stopped: time.Now()})
+	if n := testutil.CollectAndCount(h.m.calls, "troupe_calls_total"); n != 3 {
+		t.Errorf("calls_total has %d series, want 3 (shell ok/legacy, shell tool_error/modern, unknown)", n)
+	}
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("unknown", "ok", "legacy")); got != 1 {
+		t.Errorf("calls{unknown,ok,legacy} = %v, want 1 (the call of the tool that left)", got)
+	}
+	// A tool that comes back starts again from nothing.
+	h.SetTools(map[string]string{"shell": "first-party", "churn_0_0": "evil"})
+	call(h, "c-back", "s", "churn_0_0", "2025-06-18", "ok", time.Millisecond)
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("churn_0_0", "ok", "legacy")); got != 1 {
+		t.Errorf("calls{churn_0_0,ok,legacy} = %v, want 1", got)
+	}
+}
+
+// What the page shows that a client or a downstream server chose (a
+// client's name, the name of a tool that does not exist, a server's error)
+// is kept clipped, so neither the Hub's memory nor /status/ grows with
+// what they send.
+func TestLiveViewKeepsClientStringsBounded(t *testing.T) {
+	huge := strings.Repeat("é", 1<<20) // 2 MB, clipped at a rune boundary
+	h := New(Options{Downstreams: func() []DownstreamStatus {
+		return []DownstreamStatus{{Name: "evil", State: "failed", Err: huge}}
+	}})
+	h.SetTools(testTools())
+	for i := range 40 {
+		id := fmt.Sprintf("s%d", i)
+		h.SessionStarted(id, "http")
+		h.SessionInitialized(id, "2025-06-18", huge)
+	}
+	for i := range auditKept {
+		call(h, fmt.Sprintf("c-%d", i), "s0", huge, "2025-06-18", "ok", time.Millisecond)
+	}
+	snap := h.Snapshot()
+	b, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 256<<10 {
+		t.Fatalf("/status/ JSON is %d bytes for 40 sessions, 50 audit records and one server", len(b))
+	}
+	for _, s := range []string{snap.Sessions[0].Client, snap.Audit[0].Tool} {
+		if !strings.HasPrefix(s, "éé") || !strings.HasSuffix(s, "…") || len(s) > 256+len("…") || !utf8.ValidString(s) {
+			t.Fatalf("kept %d bytes: %.40q…", len(s), s)
+		}
+	}
+	if e := snap.Downstreams[0].Err; len(e) > 1024+len("…") || !utf8.ValidString(e) {
+		t.Fatalf("a downstream's error is shown with %d bytes", len(e))
 	}
 }
 

@@ -58,7 +58,7 @@ func (h *Hub) SessionInitialized(id, version, client string) {
 		return
 	}
 	from, to := s.era, eraOf(version)
-	s.era, s.version, s.client = to, version, client
+	s.era, s.version, s.client = to, clip(version, maxShownBytes), clip(client, maxShownBytes)
 	h.mu.Unlock()
 	h.moveSession(s.transport, from, to)
 }
@@ -222,7 +222,7 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 		*e = AuditEntry{Time: r.Stopped, Tool: tm.label, Outcome: r.Outcome, Approval: r.Approval,
 			DurationSeconds: took.Seconds(), CorrelationID: r.CorrelationID, Session: r.Session}
 		if tm == h.unknown {
-			e.Tool = r.Tool // the page may show the asked name; it is no label
+			e.Tool = clip(r.Tool, maxShownBytes) // the page may show the asked name; it is no label
 		}
 		h.ringNext = (h.ringNext + 1) % auditKept
 		if h.ringLen < auditKept {
@@ -231,12 +231,17 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 	}
 	h.mu.Unlock()
 
+	h.series.RLock()
+	if tm.gone {
+		tm = h.tool(tm.label)
+	}
 	tm.counter(h.m, outcome, era).Inc()
 	secs := took.Seconds()
 	tm.duration.Observe(secs)
 	if tm.downstream != nil {
 		tm.downstream.Observe(secs)
 	}
+	h.series.RUnlock()
 	if v != nil && v.span != nil {
 		h.endCall(v, outcome)
 	}

@@ -1,6 +1,33 @@
 package observe
 
-import "time"
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// What the page shows that a client or a downstream server chose — a
+// client's name, the name of a tool that does not exist, a server's error —
+// is clipped to these many bytes (and "…"), so that neither the Hub's
+// memory nor /status/ grows with what they send. initialize refuses longer
+// client names already (protocol.MaxClientInfoBytes); the Hub does not rely
+// on that.
+const (
+	maxShownBytes    = 256
+	maxShownErrBytes = 1024
+)
+
+// clip returns s cut to at most n bytes at a rune boundary, with "…" when
+// it was cut. The result never shares s's memory when it is cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
 
 // Snapshot is the Hub's view of the host at one moment, as the status page
 // shows it: the sessions and the calls in flight, the downstream servers,

@@ -43,6 +43,9 @@ type InitializeParams struct {
 	ProtocolVersion string          `json:"protocolVersion"`
 	Capabilities    json.RawMessage `json:"capabilities"`
 	ClientInfo      *Implementation `json:"clientInfo"`
+	// Meta is the request's _meta as sent (troupe reads its
+	// "dev.troupe/session" member; CheckSizes bounds it).
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
 // ClientCapabilities is the subset of the client's declared capabilities

@@ -90,12 +90,18 @@ func ParseModern(params *json.RawMessage) (*ModernRequest, *ModernError) {
 	if !ok {
 		return nil, invalidMeta("_meta." + MetaClientCapabilities + " is required")
 	}
+	if err := CheckSize("_meta."+MetaClientCapabilities, rawCaps, MaxCapabilitiesBytes); err != nil {
+		return nil, invalidMeta(err.Error())
+	}
 	if len(rawCaps) == 0 || rawCaps[0] != '{' || json.Unmarshal(rawCaps, &m.Caps) != nil {
 		return nil, invalidMeta("_meta." + MetaClientCapabilities + " must be an object")
 	}
 	if raw, ok := p.Meta[MetaClientInfo]; ok && string(raw) != "null" {
 		if json.Unmarshal(raw, &m.Client) != nil {
 			return nil, invalidMeta("_meta." + MetaClientInfo + " must be an object with name and version")
+		}
+		if err := m.Client.CheckSizes("_meta." + MetaClientInfo); err != nil {
+			return nil, invalidMeta(err.Error())
 		}
 	}
 	if raw, ok := p.Meta[MetaLogLevel]; ok {
