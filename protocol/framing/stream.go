@@ -65,6 +65,12 @@ type Options struct {
 	// or the reader could wait on them. 0 or more than MaxPending-1 means
 	// MaxPending/2.
 	ResumeAt int
+	// AllowDuplicateMembers turns off the check that refuses a message
+	// naming a member twice (checkMembers), for a stream whose peer is a
+	// server troupe called: its results are passed on as they came, and a
+	// response dropped for its shape would leave its call waiting. Client
+	// streams keep the check.
+	AllowDuplicateMembers bool
 }
 
 // Stream reads and writes newline-delimited JSON-RPC messages. Reads must
@@ -74,6 +80,7 @@ type Stream struct {
 	max     int
 	log     *slog.Logger
 	batches atomic.Bool
+	members bool // refuse duplicate members (not Options.AllowDuplicateMembers)
 	// maxPending, resumeAt and pending are the back-pressure
 	// (Options.MaxPending, Options.ResumeAt).
 	maxPending int
@@ -117,7 +124,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Stream {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Stream{r: bufio.NewReaderSize(r, 64<<10), max: max, log: log, w: w,
-		maxPending: opts.MaxPending, resumeAt: opts.ResumeAt}
+		maxPending: opts.MaxPending, resumeAt: opts.ResumeAt, members: !opts.AllowDuplicateMembers}
 	if s.resumeAt <= 0 || s.resumeAt >= s.maxPending {
 		s.resumeAt = s.maxPending / 2
 	}
@@ -265,10 +272,10 @@ func (s *Stream) accept(line []byte) {
 		s.acceptBatch(line)
 		return
 	}
-	msg, perr := classify(line)
+	msg, perr := classify(line, s.members)
 	if perr != nil {
 		s.log.Debug("framing: rejected message", "code", perr.code, "reason", perr.message)
-		if !perr.response {
+		if perr.answered() {
 			s.reply(perr.id, perr.code, perr.message)
 		}
 		return
@@ -298,9 +305,9 @@ func (s *Stream) acceptBatch(line []byte) {
 	b := &batch{waiting: map[jsonrpc2.ID]bool{}}
 	var valid []checked
 	for _, m := range members {
-		msg, perr := classify(m)
+		msg, perr := classify(m, s.members)
 		if perr != nil {
-			if !perr.response {
+			if perr.answered() {
 				b.replies = append(b.replies, errorLine(perr.id, perr.code, perr.message))
 			}
 			continue
