@@ -36,7 +36,8 @@ type Rejection struct{ e *lineError }
 // Error implements error.
 func (r *Rejection) Error() string { return r.e.message }
 
-// Code is the JSON-RPC error code of the answer (-32700 or -32600).
+// Code is the JSON-RPC error code of the answer (-32700, -32600, or -32602
+// for a member named twice in params).
 func (r *Rejection) Code() int64 { return r.e.code }
 
 // Reply is the error response to send, one JSON object ("id" is null when

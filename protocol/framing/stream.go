@@ -10,6 +10,12 @@
 // messages to jsonrpc2. A bad line therefore costs exactly one error reply
 // and never the next message.
 //
+// A message that names a member twice is bad too (checkMembers): readers
+// would disagree on its value. So is one whose envelope, params or _meta
+// names a member in two cases ("name" and "NAME"), which encoding/json
+// reads as one struct field. Check and Decode apply the same rules to
+// messages that arrive another way (an HTTP POST).
+//
 // Batches (JSON arrays) are part of protocol revision 2025-03-26 only. When
 // enabled with SetBatches, a batch's members are handed on one at a time and
 // their responses are collected and written back as one array, as JSON-RPC
