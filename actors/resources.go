@@ -47,7 +47,7 @@ func (s *session) listResourceTemplates(ctx actor.Context, req *jsonrpc2.Request
 
 func (s *session) readResource(ctx actor.Context, req *jsonrpc2.Request) {
 	var p protocol.ReadResourceParams
-	if !s.decode(req, &p) {
+	if !s.decode(req, &p) || !s.nameAgrees(req, p.URI) {
 		return
 	}
 	if p.URI == "" {

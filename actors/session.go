@@ -510,7 +510,7 @@ func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
 		Arguments json.RawMessage `json:"arguments"`
 		Meta      json.RawMessage `json:"_meta"`
 	}
-	if !s.decode(req, &p) {
+	if !s.decode(req, &p) || !s.nameAgrees(req, p.Name) {
 		return
 	}
 	var meta protocol.RequestMeta

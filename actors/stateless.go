@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/actors/transport"
 	"troupe/protocol"
 )
 
@@ -54,6 +55,25 @@ func (s *session) handleModern(ctx actor.Context, req *jsonrpc2.Request) bool {
 		handler(s, ctx, req)
 	}
 	return true
+}
+
+// nameAgrees checks name, which the handler has just decoded from req's
+// params (tools/call's name, resources/read's uri), against the Mcp-Name
+// header the request came with (transport.Named: 2026-07-28 over HTTP),
+// and answers -32020 when they differ. The HTTP front checks that the
+// header is there and well-formed; the comparison is here, after the one
+// decoding of the params, so the name checked is the name used.
+func (s *session) nameAgrees(req *jsonrpc2.Request, name string) bool {
+	named, ok := s.out.(transport.Named)
+	if !ok {
+		return true
+	}
+	header, ok := named.RequestName(req.ID)
+	if !ok || header == name {
+		return true
+	}
+	s.fail(req.ID, protocol.CodeHeaderMismatch, protocol.HeaderMismatch("Mcp-Name", header, name))
+	return false
 }
 
 // ModernMethod reports whether the stateless revision has method name:

@@ -91,7 +91,8 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		h.modernError(w, http.StatusBadRequest, id, perr.Code, perr.Message, perr.Data)
 		return
 	}
-	if msg := headerMismatch(r, m.req, mr.Version); msg != "" {
+	name, named, msg := headerMismatch(r, m.req, mr.Version)
+	if msg != "" {
 		h.modernError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, msg, nil)
 		return
 	}
@@ -118,7 +119,12 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 			s.Close()
 		}
 	}()
-	st := s.Request(m.req, acceptSSE)
+	var st *httptransport.Stream
+	if named {
+		st = s.RequestNamed(m.req, acceptSSE, name)
+	} else {
+		st = s.Request(m.req, acceptSSE)
+	}
 	detach, err := st.Attach()
 	if err != nil {
 		h.refuse(w, http.StatusConflict, err.Error())
@@ -229,58 +235,49 @@ func (h *Handler) modernError(w http.ResponseWriter, status int, id jsonrpc2.ID,
 
 // namedMethods are the methods whose Mcp-Name header mirrors params.name
 // or params.uri.
-var namedMethods = map[string]string{
-	protocol.MethodToolsCall:     "name",
-	protocol.MethodResourcesRead: "uri",
-	"prompts/get":                "name",
+var namedMethods = map[string]bool{
+	protocol.MethodToolsCall:     true,
+	protocol.MethodResourcesRead: true,
+	"prompts/get":                true,
 }
 
 // headerMismatch checks the headers 2026-07-28 requires against the body
-// and returns the -32020 message, or "" when they agree.
-func headerMismatch(r *http.Request, req *jsonrpc2.Request, version protocol.Version) string {
+// and returns the -32020 message, or "" when they agree. For a method
+// whose params name something (namedMethods) it returns Mcp-Name's value,
+// checked for presence and form only: the session compares it with the
+// name it decodes from the params (transport.Named), so the header is
+// checked against the very value the request then uses, never against a
+// second reading of the body.
+func headerMismatch(r *http.Request, req *jsonrpc2.Request, version protocol.Version) (name string, named bool, msg string) {
 	pv := r.Header.Get("Mcp-Protocol-Version")
 	switch {
 	case pv == "":
-		return "Header mismatch: the MCP-Protocol-Version header is required"
+		return "", false, "Header mismatch: the MCP-Protocol-Version header is required"
 	case pv != string(version):
-		return "Header mismatch: MCP-Protocol-Version header value " + quoteHeader(pv) +
-			" does not match body value " + quoteHeader(string(version))
+		return "", false, protocol.HeaderMismatch("MCP-Protocol-Version", pv, string(version))
 	}
 	method := r.Header.Get("Mcp-Method")
 	switch {
 	case method == "":
-		return "Header mismatch: the Mcp-Method header is required"
+		return "", false, "Header mismatch: the Mcp-Method header is required"
 	case method != req.Method:
-		return "Header mismatch: Mcp-Method header value " + quoteHeader(method) +
-			" does not match body value " + quoteHeader(req.Method)
+		return "", false, protocol.HeaderMismatch("Mcp-Method", method, req.Method)
 	}
-	field, named := namedMethods[req.Method]
-	if !named {
-		return ""
-	}
-	var params map[string]json.RawMessage
-	if req.Params != nil {
-		_ = json.Unmarshal(*req.Params, &params)
-	}
-	var want string
-	if raw, ok := params[field]; ok {
-		_ = json.Unmarshal(raw, &want)
+	if !namedMethods[req.Method] {
+		return "", false, ""
 	}
 	values := r.Header.Values("Mcp-Name")
 	if len(values) == 0 {
-		return "Header mismatch: the Mcp-Name header is required for " + req.Method
+		return "", false, "Header mismatch: the Mcp-Name header is required for " + req.Method
 	}
 	got, ok := decodeHeaderValue(values[0])
 	switch {
 	case len(values) > 1:
-		return "Header mismatch: Mcp-Name is given more than once"
+		return "", false, "Header mismatch: Mcp-Name is given more than once"
 	case !ok:
-		return "Header mismatch: the Mcp-Name header value is malformed"
-	case got != want:
-		return "Header mismatch: Mcp-Name header value " + quoteHeader(got) +
-			" does not match body value " + quoteHeader(want)
+		return "", false, "Header mismatch: the Mcp-Name header value is malformed"
 	}
-	return ""
+	return got, true, ""
 }
 
 // decodeHeaderValue undoes the transport's value encoding: a plain value
@@ -300,13 +297,4 @@ func decodeHeaderValue(v string) (string, bool) {
 		return string(b), true
 	}
 	return v, true
-}
-
-// quoteHeader quotes a value for an error message, cut to a sane length.
-func quoteHeader(v string) string {
-	const max = 128
-	if len(v) > max {
-		v = v[:max] + "…"
-	}
-	return "'" + strings.ToValidUTF8(v, "?") + "'"
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Method names and _meta keys of the stateless revision (2026-07-28).
@@ -113,6 +114,23 @@ func ParseModern(params *json.RawMessage) (*ModernRequest, *ModernError) {
 		m.Level = &l
 	}
 	return m, nil
+}
+
+// HeaderMismatch is -32020's message for an HTTP header whose value
+// differs from the body's (MCP-Protocol-Version, Mcp-Method, Mcp-Name):
+// both values quoted, cut to a readable length.
+func HeaderMismatch(header, got, want string) string {
+	return "Header mismatch: " + header + " header value " + quoteHeader(got) +
+		" does not match body value " + quoteHeader(want)
+}
+
+// quoteHeader quotes a value for an error message, cut to a sane length.
+func quoteHeader(v string) string {
+	const max = 128
+	if len(v) > max {
+		v = v[:max] + "…"
+	}
+	return "'" + strings.ToValidUTF8(v, "?") + "'"
 }
 
 // ModernError is a JSON-RPC error of the stateless era's request checks.

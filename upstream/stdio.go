@@ -124,7 +124,9 @@ func startStdio(c *Client, cfg Config) (*stdioTransport, error) {
 	s.c.log.Debug("upstream: started", "pid", s.pid)
 	s.wg.Go(s.wait)
 	s.wg.Go(s.readStderr)
-	fs := framing.New(outR, inW, framing.Options{Logger: c.log})
+	// A downstream server's messages are its own to shape; troupe passes its
+	// results on as they came (the duplicate-member check is for clients).
+	fs := framing.New(outR, inW, framing.Options{Logger: c.log, AllowDuplicateMembers: true})
 	s.lines = newLineStream(fs, &s.wg)
 	s.conn = jsonrpc2.NewConn(context.Background(), s.lines, stdioHandler{s},
 		jsonrpc2.SetLogger(jsonrpcLogger{c}))

@@ -150,13 +150,26 @@ type Limits struct {
 // Request delivers a request; its response, and with sse the messages
 // related to it, arrive on the returned stream.
 func (s *Handle) Request(req *jsonrpc2.Request, sse bool) *Stream {
-	st := newStream("p"+strconv.FormatUint(s.posts.Add(1), 10), s.limits.StreamEvents, s.limits.StreamBytes)
+	return s.request(&httpRequest{req: req, sse: sse})
+}
+
+// RequestNamed is Request for a 2026-07-28 request that came with an
+// Mcp-Name header: the session compares name with the name (or uri) its
+// params give once it has decoded them, and answers -32020 when they
+// differ (transport.Named), so the value checked is the value used.
+func (s *Handle) RequestNamed(req *jsonrpc2.Request, sse bool, name string) *Stream {
+	return s.request(&httpRequest{req: req, sse: sse, name: name, named: true})
+}
+
+// request gives msg a stream and sends it to the session.
+func (s *Handle) request(msg *httpRequest) *Stream {
+	msg.stream = newStream("p"+strconv.FormatUint(s.posts.Add(1), 10), s.limits.StreamEvents, s.limits.StreamBytes)
 	if s.Ended() {
-		st.end(false) // the session is gone: no actor will take the request
-		return st
+		msg.stream.end(false) // the session is gone: no actor will take the request
+		return msg.stream
 	}
-	s.root.Send(s.pid, &httpRequest{req: req, stream: st, sse: sse})
-	return st
+	s.root.Send(s.pid, msg)
+	return msg.stream
 }
 
 // Notify delivers a notification.

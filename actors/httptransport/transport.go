@@ -43,6 +43,9 @@ type Transport struct {
 type postStream struct {
 	stream *Stream
 	sse    bool // the client accepts SSE, so related messages may go here
+	// name is the request's Mcp-Name header (2026-07-28), when named.
+	name  string
+	named bool
 }
 
 // Messages from the HTTP front (sent by Handle's methods).
@@ -52,6 +55,8 @@ type (
 		req    *jsonrpc2.Request
 		stream *Stream
 		sse    bool
+		name   string // Mcp-Name, when named (Handle.RequestNamed)
+		named  bool
 	}
 	// httpNotification delivers a POSTed notification.
 	httpNotification struct{ req *jsonrpc2.Request }
@@ -138,10 +143,19 @@ func (o *Transport) request(msg *httpRequest) bool {
 	if o.byID == nil {
 		o.byID = map[string]*Stream{}
 	}
-	o.posts[msg.req.ID] = &postStream{stream: msg.stream, sse: msg.sse}
+	o.posts[msg.req.ID] = &postStream{stream: msg.stream, sse: msg.sse, name: msg.name, named: msg.named}
 	o.byID[msg.stream.id] = msg.stream
 	o.evictEnded()
 	return true
+}
+
+// RequestName implements transport.Named: the Mcp-Name header of the
+// request id, while its POST is open.
+func (o *Transport) RequestName(id jsonrpc2.ID) (string, bool) {
+	if p, ok := o.posts[id]; ok && p.named {
+		return p.name, true
+	}
+	return "", false
 }
 
 // Unanswered implements transport.Transport: the request's stream ends

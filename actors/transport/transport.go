@@ -38,6 +38,15 @@ type Transport interface {
 	Touch()
 }
 
+// Named is a transport whose requests may carry the name their params
+// give (tools/call's name, resources/read's uri) outside the body too:
+// 2026-07-28's Mcp-Name header over HTTP. The session compares the two
+// after it has decoded the params, so the name checked is the one used.
+type Named interface {
+	// RequestName is what request id's Mcp-Name said, if it came with one.
+	RequestName(id jsonrpc2.ID) (string, bool)
+}
+
 // Session is what a transport asks of its session.
 type Session interface {
 	// Handle serves one request or notification from the client, as an

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"troupe/internal/jsonmembers"
 )
 
 // lineError is why a message was rejected, and what to answer.
@@ -18,7 +21,13 @@ type lineError struct {
 	// method). JSON-RPC never answers a response, so a bad one is dropped
 	// without a reply: two peers must not bounce errors at each other.
 	response bool
+	// notification: a well-formed notification whose params are refused.
+	// A notification is never answered, so it is dropped too.
+	notification bool
 }
+
+// answered reports whether the rejection is answered on the stream.
+func (e *lineError) answered() bool { return !e.response && !e.notification }
 
 // Rejection is why a message is not valid JSON-RPC as MCP uses it, and the
 // error response that answers it.
@@ -27,7 +36,8 @@ type Rejection struct{ e *lineError }
 // Error implements error.
 func (r *Rejection) Error() string { return r.e.message }
 
-// Code is the JSON-RPC error code of the answer (-32700 or -32600).
+// Code is the JSON-RPC error code of the answer (-32700, -32600, or -32602
+// for a member named twice in params).
 func (r *Rejection) Code() int64 { return r.e.code }
 
 // Reply is the error response to send, one JSON object ("id" is null when
@@ -42,7 +52,7 @@ func Check(msg []byte) *Rejection {
 	if !utf8.Valid(msg) {
 		return &Rejection{&lineError{code: jsonrpc2.CodeParseError, message: "parse error: message is not valid UTF-8"}}
 	}
-	if _, e := classify(msg); e != nil {
+	if _, e := classify(msg, true); e != nil {
 		return &Rejection{e}
 	}
 	return nil
@@ -63,7 +73,7 @@ func Decode(msg []byte) (Message, *Rejection) {
 	if !utf8.Valid(msg) {
 		return Message{}, &Rejection{&lineError{code: jsonrpc2.CodeParseError, message: "parse error: message is not valid UTF-8"}}
 	}
-	m, e := classify(msg)
+	m, e := classify(msg, true)
 	if e != nil {
 		return Message{}, &Rejection{e}
 	}
@@ -82,7 +92,9 @@ type envelope struct {
 
 // classify checks one JSON value against JSON-RPC 2.0 as MCP uses it and
 // returns it decoded when it is a valid request, notification or response.
-func classify(msg []byte) (Message, *lineError) {
+// With members it also refuses a message that names a member twice
+// (checkMembers).
+func classify(msg []byte, members bool) (Message, *lineError) {
 	var env envelope
 	if err := json.Unmarshal(msg, &env); err != nil {
 		var syn *json.SyntaxError
@@ -123,7 +135,53 @@ func classify(msg []byte) (Message, *lineError) {
 	default:
 		return Message{}, invalid("neither a request nor a response")
 	}
+	if members {
+		if e := checkMembers(msg, id, isResponse, env.Method != nil && env.ID == nil); e != nil {
+			return Message{}, e
+		}
+	}
 	return env.decode(id, invalid)
+}
+
+// messageFold lists the objects of a message that troupe decodes into its
+// own types, whose member names must differ by more than case: the
+// envelope, params (or a response's result and error) and their _meta.
+// Below them only exact repeats are refused: a tool's arguments, say, may
+// have both "id" and "ID" when its schema says so.
+var messageFold = jsonmembers.Fold{{}, {"params"}, {"params", "_meta"}, {"result"}, {"result", "_meta"}, {"error"}}
+
+// checkMembers refuses a message in which an object names a member twice,
+// or one of messageFold's names a member in two spellings that differ only
+// in case. Different readers would see different values in it —
+// encoding/json takes the last of equal names and matches struct fields
+// case-insensitively, a map lookup sees one exact key — so a check made by
+// one reading would not hold for the use made by another (a 2026-07-28
+// Mcp-Name header once matched params' "name" while the session ran the
+// tool in "NAME"). Every message a client sends passes here, over stdio
+// and HTTP, so nothing after it can meet such a message. The envelope's
+// repeats are invalid requests (-32600), those in params invalid params
+// (-32602); id is the message's checked id.
+func checkMembers(msg []byte, id json.RawMessage, response, notification bool) *lineError {
+	err := jsonmembers.Check(msg, messageFold)
+	if err == nil {
+		return nil
+	}
+	var dup *jsonmembers.Duplicate
+	if !errors.As(err, &dup) {
+		// json.Unmarshal accepted msg; Check cannot fail it otherwise.
+		return &lineError{code: jsonrpc2.CodeParseError, message: "parse error: " + err.Error(), response: response}
+	}
+	top, _, _ := strings.Cut(dup.Path, ".")
+	top, _, _ = strings.Cut(top, "[")
+	if dup.Path != "" && strings.EqualFold(top, "params") {
+		return &lineError{id: id, code: jsonrpc2.CodeInvalidParams, message: "invalid params: " + dup.Error(),
+			response: response, notification: notification}
+	}
+	if dup.Path == "" && strings.EqualFold(dup.Name, "id") {
+		id = nil // which of the two would be echoed is the question
+	}
+	return &lineError{id: id, code: jsonrpc2.CodeInvalidRequest, message: "invalid request: " + dup.Error(),
+		response: response}
 }
 
 // decode builds the message of a checked envelope. id is the checked id

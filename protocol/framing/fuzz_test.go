@@ -27,6 +27,8 @@ func FuzzStream(f *testing.F) {
 		strings.Repeat("x", 5000),
 		"\r\n\r\n",
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","NAME":"b","arguments":{"x":1,"x":2}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"action":"accept","action":"decline"}}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s), false)

@@ -10,6 +10,12 @@
 // messages to jsonrpc2. A bad line therefore costs exactly one error reply
 // and never the next message.
 //
+// A message that names a member twice is bad too (checkMembers): readers
+// would disagree on its value. So is one whose envelope, params or _meta
+// names a member in two cases ("name" and "NAME"), which encoding/json
+// reads as one struct field. Check and Decode apply the same rules to
+// messages that arrive another way (an HTTP POST).
+//
 // Batches (JSON arrays) are part of protocol revision 2025-03-26 only. When
 // enabled with SetBatches, a batch's members are handed on one at a time and
 // their responses are collected and written back as one array, as JSON-RPC
@@ -65,6 +71,12 @@ type Options struct {
 	// or the reader could wait on them. 0 or more than MaxPending-1 means
 	// MaxPending/2.
 	ResumeAt int
+	// AllowDuplicateMembers turns off the check that refuses a message
+	// naming a member twice (checkMembers), for a stream whose peer is a
+	// server troupe called: its results are passed on as they came, and a
+	// response dropped for its shape would leave its call waiting. Client
+	// streams keep the check.
+	AllowDuplicateMembers bool
 }
 
 // Stream reads and writes newline-delimited JSON-RPC messages. Reads must
@@ -74,6 +86,7 @@ type Stream struct {
 	max     int
 	log     *slog.Logger
 	batches atomic.Bool
+	members bool // refuse duplicate members (not Options.AllowDuplicateMembers)
 	// maxPending, resumeAt and pending are the back-pressure
 	// (Options.MaxPending, Options.ResumeAt).
 	maxPending int
@@ -117,7 +130,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Stream {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Stream{r: bufio.NewReaderSize(r, 64<<10), max: max, log: log, w: w,
-		maxPending: opts.MaxPending, resumeAt: opts.ResumeAt}
+		maxPending: opts.MaxPending, resumeAt: opts.ResumeAt, members: !opts.AllowDuplicateMembers}
 	if s.resumeAt <= 0 || s.resumeAt >= s.maxPending {
 		s.resumeAt = s.maxPending / 2
 	}
@@ -265,10 +278,10 @@ func (s *Stream) accept(line []byte) {
 		s.acceptBatch(line)
 		return
 	}
-	msg, perr := classify(line)
+	msg, perr := classify(line, s.members)
 	if perr != nil {
 		s.log.Debug("framing: rejected message", "code", perr.code, "reason", perr.message)
-		if !perr.response {
+		if perr.answered() {
 			s.reply(perr.id, perr.code, perr.message)
 		}
 		return
@@ -298,9 +311,9 @@ func (s *Stream) acceptBatch(line []byte) {
 	b := &batch{waiting: map[jsonrpc2.ID]bool{}}
 	var valid []checked
 	for _, m := range members {
-		msg, perr := classify(m)
+		msg, perr := classify(m, s.members)
 		if perr != nil {
-			if !perr.response {
+			if perr.answered() {
 				b.replies = append(b.replies, errorLine(perr.id, perr.code, perr.message))
 			}
 			continue
