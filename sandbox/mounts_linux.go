@@ -71,6 +71,14 @@ type mountView struct {
 	NoDev bool
 	// Proc says what becomes of /proc.
 	Proc procMode
+	// Tmp, when set, is a directory (/tmp) in which the run may make new
+	// entries of its own, which nobody else sees: a private tmpfs over it,
+	// into which every entry the directory has is bound back (read-only
+	// like the rest, covers and writable directories in place). Programs
+	// that write there by a fixed name need it (Codex makes
+	// /tmp/codex-daemon-<uid> whatever TMPDIR says); the host's /tmp is
+	// untouched.
+	Tmp string
 }
 
 // procMode is what the mount view does with /proc.
@@ -125,11 +133,21 @@ func setupMountView(v mountView) error {
 	// A writable directory beneath a hidden one is cloned before the cover
 	// hides it; the others after, so that a cover inside them (never
 	// planned: Check refuses it) would at least be part of their clone.
+	covered := v.Hidden
+	if v.Tmp != "" {
+		covered = append([]string{v.Tmp}, covered...)
+	}
 	for i, w := range v.Writable {
-		if underAny(w, v.Hidden) {
+		if underAny(w, covered) {
 			if err := clone(i); err != nil {
 				return err
 			}
+		}
+	}
+	if v.Tmp != "" {
+		// First, so that the covers beneath it land in it.
+		if err := privateTmp(v.Tmp); err != nil {
+			return err
 		}
 	}
 	for _, h := range v.Hidden {
@@ -170,6 +188,12 @@ func setupMountView(v mountView) error {
 	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err != nil {
 		return fmt.Errorf("make every mount read-only: %w", err)
+	}
+	if v.Tmp != "" {
+		rw := unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(unix.AT_FDCWD, v.Tmp, 0, &rw); err != nil {
+			return fmt.Errorf("make the private %s writable: %w", v.Tmp, err)
+		}
 	}
 	for i, w := range v.Writable {
 		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, w, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
@@ -279,6 +303,70 @@ func protectProc(dir string) error {
 		unix.Close(fd)
 		if err != nil {
 			return fmt.Errorf("cover %s read-only: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// privateTmp mounts a tmpfs on dir into which every entry of dir is bound
+// back (a clone of what is mounted there, submounts included; links are
+// copied), so the run sees what it saw and may add entries of its own.
+func privateTmp(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	type entry struct {
+		name, link string
+		dir        bool
+		fd         int
+	}
+	var back []entry
+	defer func() {
+		for _, e := range back {
+			if e.fd >= 0 {
+				unix.Close(e.fd)
+			}
+		}
+	}()
+	for _, de := range entries {
+		e := entry{name: de.Name(), dir: de.IsDir(), fd: -1}
+		path := dir + "/" + e.name
+		if de.Type()&os.ModeSymlink != 0 {
+			if e.link, err = os.Readlink(path); err != nil {
+				continue // gone meanwhile
+			}
+		} else if e.fd, err = unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return fmt.Errorf("clone %s: %w", path, err)
+		}
+		back = append(back, e)
+	}
+	const flags = unix.MS_NOSUID | unix.MS_NODEV
+	if err := unix.Mount("tmpfs", dir, "tmpfs", flags, "mode=1777"); err != nil {
+		return fmt.Errorf("mount a private %s: %w", dir, err)
+	}
+	for _, e := range back {
+		path := dir + "/" + e.name
+		var err error
+		switch {
+		case e.fd < 0:
+			err = unix.Symlink(e.link, path)
+		case e.dir:
+			err = unix.Mkdir(path, 0o755)
+		default:
+			var fd int
+			if fd, err = unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644); err == nil {
+				unix.Close(fd)
+			}
+		}
+		if err == nil && e.fd >= 0 {
+			err = unix.MoveMount(e.fd, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		}
+		if err != nil {
+			return fmt.Errorf("bind %s back: %w", path, err)
 		}
 	}
 	return nil

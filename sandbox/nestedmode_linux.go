@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -42,6 +43,16 @@ import (
 // covered entries (mount_too_revealing), which ours do; a nested sandbox
 // then uses the /proc it inherited (Codex's bubblewrap retries without
 // --proc).
+
+// privateTmpDir is the /tmp a run allowed user namespaces gets as a
+// private tmpfs (symlinks resolved): Codex creates /tmp/codex-daemon-<uid>
+// whatever TMPDIR says, and its bubblewrap makes mount points in /tmp.
+func privateTmpDir() string {
+	if dir, err := filepath.EvalSymlinks("/tmp"); err == nil {
+		return dir
+	}
+	return "/tmp"
+}
 
 // nestedUID is a root server's run's uid inside its user namespace, mapped
 // to uid 0 outside.

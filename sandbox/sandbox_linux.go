@@ -848,7 +848,7 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 	case s.driver == DriverBwrap && nested:
 		// The helper has CAP_SYS_ADMIN in bwrap's user namespace
 		// (--cap-add): the view carries the filesystem confinement.
-		cfg.Mounts = &mountView{Writable: writable, Private: true, NoDev: true, Proc: procKeep}
+		cfg.Mounts = &mountView{Writable: writable, Private: true, NoDev: true, Proc: procKeep, Tmp: privateTmpDir()}
 	case s.driver == DriverBwrap:
 		// bwrap makes the view, covers included; a root run keeps its
 		// capabilities in there, so the helper makes every mount but the
@@ -860,6 +860,7 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 		cfg.Mounts = &mountView{Writable: writable, Hidden: s.hiddenFor(p, root), Private: true}
 		if nested {
 			cfg.Mounts.NoDev, cfg.Mounts.Proc = true, procMount
+			cfg.Mounts.Tmp = privateTmpDir()
 		}
 	default:
 		cfg.DenyMetadata = true

@@ -124,6 +124,7 @@ $u -U -r -m -p -f sh -c 'mount -t proc proc /proc && echo NESTED-PROC-MOUNTED'
 touch ws-file && echo wrote-workspace
 touch "$OWN/state" && echo wrote-own
 touch "$TMPDIR/t" && echo wrote-temp
+touch "/tmp/$PRIVATE" && echo wrote-private-tmp
 touch "$OUTSIDE/escaped" && echo ESCAPED-OUTSIDE
 chmod 0777 /etc/passwd && echo CHMOD-ETC
 echo "hidden: $(ls -A "$HIDDEN" | tr '\n' ' ')"
@@ -136,12 +137,14 @@ echo h > /proc/sysrq-trigger 2>/dev/null && echo SYSRQ
 echo "dev: $(ls /dev | tr '\n' ' ')"
 for f in /proc/[0-9]*/cmdline; do printf 'proc %s: ' "$f"; tr '\0' ' ' < "$f"; echo; done
 `
+			private := "troupe-private-" + strconv.Itoa(os.Getpid())
+			t.Cleanup(func() { os.Remove(filepath.Join("/tmp", private)) })
 			// From a file, so that no process's command line holds the
 			// markers looked for.
 			if err := os.WriteFile(filepath.Join(n.ws, "probe.sh"), []byte(script), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			env := append(append([]string(nil), testEnv...), "OWN="+n.own, "OUTSIDE="+n.outside, "HIDDEN="+n.hidden, "HIDDEN_FILE="+n.hiddenFile)
+			env := append(append([]string(nil), testEnv...), "OWN="+n.own, "OUTSIDE="+n.outside, "HIDDEN="+n.hidden, "HIDDEN_FILE="+n.hiddenFile, "PRIVATE="+private)
 			r := runEnv(t, s, n.p, env, "/bin/sh", "probe.sh")
 			t.Logf("%s\n%s", r.stdout, r.stderr)
 			out := r.stdout
@@ -149,7 +152,7 @@ for f in /proc/[0-9]*/cmdline; do printf 'proc %s: ' "$f"; tr '\0' ' ' < "$f"; e
 			if os.Getuid() == 0 {
 				uid = strconv.Itoa(nestedUID)
 			}
-			for _, want := range []string{"uidmap: 0 " + uid + " 1", "nested-mount", "wrote-workspace", "wrote-own", "wrote-temp",
+			for _, want := range []string{"uidmap: 0 " + uid + " 1", "nested-mount", "wrote-workspace", "wrote-own", "wrote-temp", "wrote-private-tmp",
 				"hidden: sessions", "sessions: s1", "hidden file: []"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("want %q in the run's output", want)
@@ -163,6 +166,11 @@ for f in /proc/[0-9]*/cmdline; do printf 'proc %s: ' "$f"; tr '\0' ' ' < "$f"; e
 			if _, err := os.Stat(filepath.Join(n.own, "state")); err != nil {
 				t.Errorf("the Writable dir's file is not on the host: %v", err)
 			}
+			// The run's /tmp is its own: what it made there is not on the
+			// host.
+			if fileExists(filepath.Join("/tmp", private)) {
+				t.Errorf("the run's /tmp entry reached the host's /tmp")
+			}
 			// Only the run's own processes: none of them is this test.
 			for line := range strings.SplitSeq(out, "\n") {
 				if strings.HasPrefix(line, "proc ") && strings.Contains(line, "-test.") {
@@ -173,10 +181,17 @@ for f in /proc/[0-9]*/cmdline; do printf 'proc %s: ' "$f"; tr '\0' ' ' < "$f"; e
 	}
 }
 
+// codexEnv passes codexCLI's answer to the copy of this test binary
+// TestAsNonRoot runs elsewhere.
+const codexEnv = "TROUPE_TEST_CODEX"
+
 // codexCLI is the Codex CLI the e2e tests install, or "" when it is not
 // installed.
 func codexCLI(t *testing.T) string {
 	t.Helper()
+	if path, ok := os.LookupEnv(codexEnv); ok {
+		return path
+	}
 	path, err := filepath.Abs(filepath.Join("..", "e2e", "codex", "node_modules", ".bin", "codex"))
 	if err != nil {
 		return ""
@@ -212,9 +227,7 @@ func TestCodexSandboxInside(t *testing.T) {
 			t.Cleanup(func() { os.Remove(etc) })
 			env := append(append([]string(nil), testEnv...), "CODEX_HOME="+n.own, "HOME="+n.own)
 			r := runEnv(t, s, n.p, env, codex, "sandbox", "-c", `sandbox_mode="workspace-write"`,
-				// /tmp is read-only in troupe's sandbox (TMPDIR is the run's own):
-				// Codex's bwrap cannot make its mount points in it.
-				"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "--",
+				"--",
 				"/bin/sh", "-c", `touch by-codex && echo codex-wrote-workspace; touch "$1" && echo CODEX-WROTE-ETC; touch .git/planted && echo CODEX-WROTE-GIT`, "-", etc)
 			t.Logf("workspace-write: %v", r)
 			if !strings.Contains(r.stdout, "codex-wrote-workspace") {

@@ -247,6 +247,7 @@ func (c *helperConfig) marshal() []byte {
 		w.bool(c.Mounts.Private)
 		w.bool(c.Mounts.NoDev)
 		w.int(int64(c.Mounts.Proc))
+		w.string(c.Mounts.Tmp)
 	}
 	w.bool(c.DenyMetadata)
 	w.bool(c.Init)
@@ -283,7 +284,7 @@ func (c *helperConfig) unmarshal(data []byte) error {
 	c.NetNS = r.int()
 	c.IPCNS = r.int()
 	if r.bool() {
-		c.Mounts = &mountView{Writable: r.strings(), Hidden: r.strings(), Private: r.bool(), NoDev: r.bool(), Proc: procMode(r.int())}
+		c.Mounts = &mountView{Writable: r.strings(), Hidden: r.strings(), Private: r.bool(), NoDev: r.bool(), Proc: procMode(r.int()), Tmp: r.string()}
 	}
 	c.DenyMetadata = r.bool()
 	c.Init = r.bool()

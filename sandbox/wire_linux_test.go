@@ -32,7 +32,7 @@ func TestHelperConfigWire(t *testing.T) {
 		Cgroups:        2,
 		NetNS:          9,
 		IPCNS:          10,
-		Mounts:         &mountView{Writable: []string{"/w", "/t"}, Hidden: []string{"/h"}, Private: true, NoDev: true, Proc: procKeep},
+		Mounts:         &mountView{Writable: []string{"/w", "/t"}, Hidden: []string{"/h"}, Private: true, NoDev: true, Proc: procKeep, Tmp: "/tmp"},
 		DenyMetadata:   true,
 		Init:           true,
 		ReadOnly:       true,
