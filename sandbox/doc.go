@@ -66,8 +66,12 @@
 //     filesystem. Every mount is read-only and nodev except the workspace,
 //     the temp dir and Writable; /dev is a fresh one with null, zero,
 //     full, random, urandom, tty and its own devpts; hidden paths are
-//     covered. Inside the run's own user namespaces these mounts are
-//     locked (they cannot be made writable or taken off). So Check
+//     covered; /tmp is a private tmpfs into which the host's entries are
+//     bound back read-only, so the run may add entries of its own (Codex
+//     makes /tmp/codex-daemon-<uid> whatever TMPDIR says, and its
+//     bubblewrap makes mount points there). Inside the run's own user
+//     namespaces these mounts are locked (they cannot be made writable or
+//     taken off). So Check
 //     refuses the policy where no mount view can be made (builtin driver,
 //     not root, no user namespaces), and with ReadOnlyWorkspace.
 //   - a PID namespace with a fresh /proc whose global entries (sys,
@@ -184,10 +188,9 @@
 //     check; Limits do not apply to ProfileNone.
 //   - A run allowed user namespaces: a read-only mount stops writes to
 //     files and names, not to FIFOs and sockets that lie outside the
-//     writable directories (Landlock, which does, is not applied); /tmp is
-//     read-only (a nested sandbox that wants /tmp writable, such as
-//     Codex's workspace-write, must be told to leave it out:
-//     sandbox_workspace_write.exclude_slash_tmp); the run needs a /proc
+//     writable directories (Landlock, which does, is not applied); entries
+//     made in the host's /tmp after the run started are not in its /tmp;
+//     the run needs a /proc
 //     that is not masked (a container that covers /proc entries refuses
 //     it the fresh one; Check says so); under the builtin driver a target
 //     killed by a signal is reported as exit code 128+signal (a PID

@@ -19,8 +19,9 @@ import (
 //     rules (TCP and scoping stay); the mount view carries the
 //     filesystem confinement alone (mounts_linux.go: read-only and nodev
 //     but the writable directories, a /dev with the harmless devices,
-//     covers over hidden paths). Inside the run's own user namespaces
-//     these mounts are locked: they cannot be made writable or taken off.
+//     covers over hidden paths, a private /tmp). Inside the run's own user
+//     namespaces these mounts are locked: they cannot be made writable or
+//     taken off.
 //   - a /proc it may write its id maps in (/proc/<pid>/uid_map), which
 //     the view's read-only /proc refuses. The run gets a PID namespace and
 //     a fresh /proc of it, with every global entry (sys, sysrq-trigger,
