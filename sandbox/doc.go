@@ -13,9 +13,10 @@
 // ProfileDefault (and ProfileSeatbelt, its alias on Linux) confines it:
 //
 //   - Filesystem: read and execute everywhere, write only in the workspace,
-//     a private temp dir (in troupe's temp root $TMPDIR/troupe-<uid>, mode
-//     0700; TMPDIR/TMP/TEMP point at it, removed by Release) and /dev/null,
-//     /dev/zero, /dev/full. Landlock (builtin driver) or a read-only bind of
+//     the policy's Writable directories (a long-lived program's own state,
+//     such as Codex's CODEX_HOME), a private temp dir (in troupe's temp
+//     root $TMPDIR/troupe-<uid>, mode 0700; TMPDIR/TMP/TEMP point at it,
+//     removed by Release) and /dev/null, /dev/zero, /dev/full. Landlock (builtin driver) or a read-only bind of
 //     / (bwrap driver, with Landlock inside as well when the kernel has it).
 //     Landlock does not cover metadata (chmod, chown, utimes, xattrs), so
 //     the builtin driver's helper also makes a mount view in a mount
@@ -24,7 +25,10 @@
 //     changes altogether.
 //   - Privacy: the run does not see troupe's temp root (other runs' temp
 //     dirs, the default spool) nor Options.Hidden (a spool dir elsewhere,
-//     the audit log, the config file): the mount view covers them.
+//     the audit log, the config file) nor the policy's Hidden (Codex's
+//     credentials): the mount view covers them. A Writable directory
+//     beneath a hidden one stays visible and writable; Check refuses a
+//     Writable directory (or workspace) that contains a hidden path.
 //   - Network, unless AllowNetwork: a new network namespace (only a down
 //     loopback; a root server makes it ahead of the run, one per run:
 //     nspool_linux.go), the seccomp filter refusing every socket family but
@@ -34,9 +38,11 @@
 //   - Privileges: no capabilities (a root server's child is uid 0 without
 //     CAP_DAC_OVERRIDE, CAP_SYS_PTRACE, ...), no_new_privs, RLIMIT_CORE 0;
 //     seccomp refuses ptrace, process_vm_readv/writev, io_uring, the
-//     keyring and personality changes; Landlock ABI 6+ scopes signals and
-//     abstract UNIX sockets to the run. A new IPC namespace hides System V
-//     IPC objects.
+//     keyring and personality changes, and, unless the policy has
+//     AllowUserNamespaces, user namespaces (unshare and clone with
+//     CLONE_NEWUSER; clone3 answers ENOSYS, and libcs and Go then use
+//     clone); Landlock ABI 6+ scopes signals and abstract UNIX sockets to
+//     the run. A new IPC namespace hides System V IPC objects.
 //   - Resources: RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, MaxProcesses as
 //     pids.max of a per-run pids cgroup (root needs one: the kernel exempts
 //     uid 0 from RLIMIT_NPROC), else RLIMIT_NPROC inside a fresh user
@@ -47,6 +53,49 @@
 //     (initmode_linux.go).
 //   - Terminal: no controlling terminal, and seccomp refuses TIOCSTI and
 //     TIOCLINUX.
+//
+// # Runs that may make user namespaces
+//
+// Policy.AllowUserNamespaces is for a program that sandboxes what it runs
+// itself (the Codex app-server: bubblewrap around each command). Such a
+// run gets, under both drivers (nestedmode_linux.go):
+//
+//   - no Landlock filesystem rules (a domain that restricts the
+//     filesystem refuses every mount(2), and a nested sandbox is made of
+//     mounts; TCP and scoping stay): the mount view alone confines the
+//     filesystem. Every mount is read-only and nodev except the workspace,
+//     the temp dir and Writable; /dev is a fresh one with null, zero,
+//     full, random, urandom, tty and its own devpts; hidden paths are
+//     covered; /tmp is a private tmpfs into which the host's entries are
+//     bound back read-only, so the run may add entries of its own (Codex
+//     makes /tmp/codex-daemon-<uid> whatever TMPDIR says, and its
+//     bubblewrap makes mount points there). Inside the run's own user
+//     namespaces these mounts are locked (they cannot be made writable or
+//     taken off). So Check
+//     refuses the policy where no mount view can be made (builtin driver,
+//     not root, no user namespaces), and with ReadOnlyWorkspace.
+//   - a PID namespace with a fresh /proc whose global entries (sys,
+//     sysrq-trigger, acpi, ...) are covered read-only: the run may write
+//     its own processes' id maps, sees no process outside it, and cannot
+//     write a sysctl. That matters: a root server's run is host uid 0,
+//     which the kernel lets write kernel.core_pattern whenever the mount
+//     allows it. Because of those covers the kernel refuses the run (and
+//     anything nested in it) a proc mount of its own; Codex's bubblewrap
+//     then retries without --proc and uses the /proc it inherited.
+//   - under a root server, uid 1000 inside a user namespace that maps it
+//     to uid 0: root to the host's permission checks as before, and an
+//     id its own nested namespaces may map (mapping uid 0 takes
+//     CAP_SETFCAP since Linux 5.12). A non-root server's run keeps its
+//     uid.
+//
+// Under the builtin driver the helper is started in that PID namespace
+// and is its first process: it mounts the /proc and stays as the run's
+// reaper. Under bwrap, bwrap gets --unshare-user (--uid/--gid 1000 as
+// root) and --cap-add CAP_SYS_ADMIN and no --dev (with --dev, bwrap runs
+// the target in a second user namespace whose capabilities do not reach
+// the mounts); the helper makes the view and the /dev, covers the global
+// entries of bwrap's /proc and drops every capability before the target
+// runs.
 //
 // # How: the re-exec helper
 //
@@ -137,6 +186,15 @@
 //     confined runs out of that window.
 //   - 32-bit (i386 ABI) programs are killed by the filter's architecture
 //     check; Limits do not apply to ProfileNone.
+//   - A run allowed user namespaces: a read-only mount stops writes to
+//     files and names, not to FIFOs and sockets that lie outside the
+//     writable directories (Landlock, which does, is not applied); entries
+//     made in the host's /tmp after the run started are not in its /tmp;
+//     the run needs a /proc
+//     that is not masked (a container that covers /proc entries refuses
+//     it the fresh one; Check says so); under the builtin driver a target
+//     killed by a signal is reported as exit code 128+signal (a PID
+//     namespace's first process cannot die of a signal it sends itself).
 //   - macOS (seatbelt) is not implemented: Check refuses confining profiles
 //     outside Linux.
 package sandbox

@@ -25,8 +25,11 @@ type helperConfig struct {
 	Env       []string
 	Workspace string
 	TempDir   string
-	Network   bool
-	Limits    Limits
+	// Writable is Policy.Writable: further directories Landlock lets the
+	// run write.
+	Writable []string
+	Network  bool
+	Limits   Limits
 	// LandlockABI is the ABI the server probed; the helper refuses to run
 	// the target if it finds less (fail closed). 0: no Landlock.
 	LandlockABI int
@@ -67,6 +70,16 @@ type helperConfig struct {
 	// Runtime lists the files the target needs to start under ReadOnly:
 	// the executable, its interpreter and its shared libraries.
 	Runtime []string
+	// UserNS is Policy.AllowUserNamespaces: the seccomp filter lets the
+	// run create user namespaces, and Landlock restricts no filesystem
+	// access (a domain that does refuses every mount, which a sandbox
+	// inside the run needs); the mount view confines the filesystem
+	// instead (nestedmode_linux.go).
+	UserNS bool
+	// Reaper says the helper is the first process of the run's PID
+	// namespace (it was started in it): it runs the target as its child,
+	// reaps orphans, and ends as the target did.
+	Reaper bool
 }
 
 // helperStatus is the failure report the helper writes to the status pipe
@@ -118,7 +131,11 @@ func HelperMain(args []string) int {
 			var err error
 			switch what {
 			case "mounts":
-				err = probeMountView()
+				err = probeMountView(procReadOnly)
+			case "nested":
+				err = probeMountView(procMount)
+			case "nested-bwrap":
+				err = probeMountView(procKeep)
 			case "pidns":
 				err = unix.Unshare(unix.CLONE_NEWPID)
 			default:
@@ -218,7 +235,7 @@ func (h helper) run(cfgFD int) int {
 			return h.fail("landlock", err, exitSetup)
 		}
 	}
-	if err := installSeccomp(cfg.Network, cfg.DenyMetadata); err != nil {
+	if err := installSeccomp(filterOptions{network: cfg.Network, denyMetadata: cfg.DenyMetadata, userNS: cfg.UserNS}); err != nil {
 		return h.fail("seccomp", err, exitSetup)
 	}
 	args := cfg.Args
@@ -244,7 +261,10 @@ func (h helper) run(cfgFD int) int {
 			return h.fail("cgroup-join", fmt.Errorf("join cgroup: %w", err), exitSetup)
 		}
 	}
-	if cfg.Init {
+	switch {
+	case cfg.Reaper:
+		return h.runAsReaper(cfg, args)
+	case cfg.Init:
 		return h.runWithInit(cfg, args)
 	}
 	err = syscall.Exec(cfg.Path, args, cfg.Env)

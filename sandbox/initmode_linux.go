@@ -196,6 +196,54 @@ func initMain(args []string) int {
 		return h.fail("exec", err, code)
 	}
 	unix.Close(h.status)
+	ws, err := reapUntil(pid)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox init: wait:", err)
+		return exitSetup
+	}
+	var raw [4]byte
+	binary.LittleEndian.PutUint32(raw[:], uint32(ws))
+	_, _ = unix.Write(fds[2], raw[:])
+	return 0
+}
+
+// runAsReaper is the helper's last step when it was started as the first
+// process of the run's PID namespace (Policy.AllowUserNamespaces: the
+// fresh /proc it mounted shows that namespace). The sandbox is in place;
+// it starts the target as its child, reaps every process that ends in the
+// namespace and, when the target ends, exits, which ends the namespace.
+// A namespace's first process cannot die of a signal it sends itself, so
+// a target killed by a signal is reported as exit code 128+signal.
+func (h helper) runAsReaper(cfg helperConfig, args []string) int {
+	ignoreRunnerSignals()
+	files := make([]uintptr, cfg.FirstPrivateFD)
+	for i := range files {
+		files[i] = uintptr(i)
+	}
+	dir, _ := os.Getwd()
+	pid, err := syscall.ForkExec(cfg.Path, args, &syscall.ProcAttr{Dir: dir, Env: cfg.Env, Files: files})
+	if err != nil {
+		code := exitNoExec
+		if errors.Is(err, syscall.ENOENT) {
+			code = exitNotFound
+		}
+		return h.fail("exec", err, code)
+	}
+	unix.Close(h.status)
+	ws, err := reapUntil(pid)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox helper: wait:", err)
+		return exitSetup
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// reapUntil reaps the children of this process (a PID namespace's first,
+// which orphans are given to) until pid ends, and returns pid's status.
+func reapUntil(pid int) (syscall.WaitStatus, error) {
 	for {
 		var ws syscall.WaitStatus
 		got, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -203,14 +251,10 @@ func initMain(args []string) int {
 		case errors.Is(err, syscall.EINTR):
 			continue
 		case err != nil:
-			fmt.Fprintln(os.Stderr, "sandbox init: wait:", err)
-			return exitSetup
+			return 0, err
 		case got != pid || !(ws.Exited() || ws.Signaled()):
 			continue // an orphan of the run, reaped
 		}
-		var raw [4]byte
-		binary.LittleEndian.PutUint32(raw[:], uint32(ws))
-		_, _ = unix.Write(fds[2], raw[:])
-		return 0
+		return ws, nil
 	}
 }

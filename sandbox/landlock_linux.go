@@ -64,7 +64,8 @@ func landlockPreset(abi int) landlock.Config {
 
 // restrictThread confines the calling thread with Landlock ABI abi: every
 // right the ABI can restrict is handled (network ones too unless network
-// is allowed), and rules grant back what they name. The caller has set
+// is allowed), and rules grant back what they name; nil rules handle no
+// filesystem access at all. The caller has set
 // no_new_privs on this thread.
 func restrictThread(abi int, network bool, rules []landlockRule) error {
 	c := landlockPreset(abi)
@@ -75,6 +76,14 @@ func restrictThread(abi int, network bool, rules []landlockRule) error {
 	}
 	if network {
 		attr.HandledAccessNet = 0
+	}
+	if rules == nil {
+		// No filesystem rules (a run allowed user namespaces): a domain
+		// that handles any filesystem access refuses every mount.
+		attr.HandledAccessFS = 0
+		if attr.HandledAccessNet == 0 && attr.Scoped == 0 {
+			return nil // nothing this ABI could restrict then
+		}
 	}
 	ruleset, err := llsys.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
@@ -136,6 +145,11 @@ func applyLandlock(cfg helperConfig) error {
 		// no network whatever cfg.Network says (readonly_linux.go).
 		return restrictThread(abi, false, readOnlyRules(cfg))
 	}
+	if cfg.UserNS {
+		// The mount view confines the filesystem (mounts_linux.go); TCP,
+		// signals and abstract sockets stay Landlock's.
+		return restrictThread(abi, cfg.Network, nil)
+	}
 	var rw uint64 = accessRead | accessWrite
 	if abi >= 2 {
 		// Moving files between directories of the workspace (mv a/x b/,
@@ -145,7 +159,7 @@ func applyLandlock(cfg helperConfig) error {
 	}
 	return restrictThread(abi, cfg.Network, []landlockRule{
 		{access: accessRead, paths: []string{"/"}},
-		{access: rw, paths: []string{cfg.Workspace, cfg.TempDir}},
+		{access: rw, paths: append([]string{cfg.Workspace, cfg.TempDir}, cfg.Writable...)},
 		{access: (accessRead | accessWrite) & accessFile, paths: []string{"/dev/null", "/dev/zero", "/dev/full"}},
 		// No ioctls: a run has no controlling terminal, and a terminal
 		// fd is no business of a confined program.

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -136,6 +138,22 @@ func runProbe(args []string) int {
 			}
 		}
 		return 0
+	case "clone-newuser":
+		// What unshare(1) does with clone instead of unshare(2): Go's
+		// fork uses clone, with the namespace flags in its first argument.
+		cmd := exec.Command("/bin/true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}
+		return result(cmd.Run())
+	case "clone3":
+		// A bad size: the kernel answers EINVAL, a filter that refuses
+		// clone3 ENOSYS before the kernel looks.
+		_, _, errno := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)
+		fmt.Println("clone3:", unix.ErrnoName(errno))
+		return 0
+	case "exec":
+		out, err := exec.Command(args[1], args[2:]...).Output()
+		fmt.Print(string(out))
+		return result(err)
 	case "environ":
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", os.Getppid()))
 		if err != nil {

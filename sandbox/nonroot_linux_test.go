@@ -43,10 +43,11 @@ func TestAsNonRoot(t *testing.T) {
 		"TestReleaseRemovesEverything", "TestStartErrors", "TestCallerFilesAndEnv",
 		"TestBwrapFilesystemEscapes", "TestBwrapNetworkEscapes", "TestBwrapKillTakesTheWholeTree",
 		"TestReadOnlyWorkspace", "TestBwrapReadOnlyWorkspace",
+		"TestNestedUserNamespacesRefused", "TestNestedUserNamespaces", "TestCodexSandboxInside", "TestWritableAndHidden",
 	}
 	cmd := exec.Command(bin, "-test.run=^("+strings.Join(tests, "|")+")$", "-test.count=1", "-test.v")
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/nonexistent", "GORACE=atexit_sleep_ms=0"}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/nonexistent", "GORACE=atexit_sleep_ms=0", codexEnv + "=" + codexCLI(t)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	out, err := cmd.CombinedOutput()
 	text := string(out)

@@ -172,7 +172,7 @@ const HelperName = "troupe-sandbox"
 // standalone helper only when it prints exactly this, so a helper from
 // another build, whose configuration format may differ, is never used.
 // Change it whenever helperConfig or the helper's fd protocol changes.
-const HelperProtocol = "troupe-sandbox/3"
+const HelperProtocol = "troupe-sandbox/4"
 
 // Isolation describes what the kernel (and the driver) can enforce here, as
 // probed once by New.

@@ -64,6 +64,13 @@ type Sandbox struct {
 	// (nspool_linux.go); nil unless root with the builtin driver and
 	// namespaces that work. Set by the probe.
 	ns *nsPool
+	// nested is probed on the first Check of a policy that allows user
+	// namespaces: whether such a run's view can be made here
+	// (nestedmode_linux.go).
+	nested struct {
+		once sync.Once
+		err  error
+	}
 }
 
 // New probes what the kernel supports (Landlock ABI, user and network
@@ -451,9 +458,28 @@ func (s *Sandbox) Check(p Policy) error {
 		return refuse("limits must not be negative")
 	}
 	// What runs must not see cannot lie where they may write.
-	for _, h := range append([]string{s.tempDir}, s.hidden...) {
+	hidden := append(append([]string{s.tempDir}, s.hidden...), resolvedPaths(p.Hidden)...)
+	for _, h := range hidden {
 		if inside(h, p.Workspace) {
 			return refuse("troupe's temp dir, spool, audit log and config must lie outside the workspace; move them (TMPDIR, output.spool_dir, audit.path, --config) or choose another workspace")
+		}
+	}
+	for _, w := range p.Writable {
+		if !filepath.IsAbs(w) || filepath.Clean(w) != w {
+			return refuse("a writable directory must be a clean absolute path")
+		}
+		if fi, err := os.Stat(w); err != nil || !fi.IsDir() {
+			return refuse("a writable directory is not a directory")
+		}
+		for _, h := range hidden {
+			if inside(h, w) {
+				return refuse("a writable directory contains troupe's temp dir or a hidden path; choose one that does not")
+			}
+		}
+	}
+	for _, h := range p.Hidden {
+		if !filepath.IsAbs(h) {
+			return refuse("a hidden path must be absolute")
 		}
 	}
 	switch {
@@ -465,6 +491,11 @@ func (s *Sandbox) Check(p Policy) error {
 		return refuse("the default profile needs Landlock (Linux 5.13+ with landlock in the LSM list) or bubblewrap; enable Landlock, install bubblewrap and use the bwrap driver, %s", orNone)
 	case !s.iso.Seccomp:
 		return refuse("the default profile needs seccomp filters (CONFIG_SECCOMP_FILTER on x86-64 or arm64); %s", orNone)
+	}
+	if p.AllowUserNamespaces {
+		if err := s.checkNested(p, profile); err != nil {
+			return err
+		}
 	}
 	if p.Limits.MaxProcesses > 0 && s.iso.PidsCgroup == "" {
 		if s.iso.Root {
@@ -690,7 +721,10 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 	if err != nil {
 		return nil, &StartError{Stage: "tempdir", Err: err}
 	}
-	withInit := s.driver != DriverBwrap && s.iso.PidNS
+	nested := p.AllowUserNamespaces
+	// A run allowed user namespaces is started in a PID namespace of its
+	// own, whose first process is the helper (nestedmode_linux.go).
+	withInit := s.driver != DriverBwrap && s.iso.PidNS && !nested
 	var progFiles []string
 	if p.ReadOnlyWorkspace {
 		// init is the helper exec'd again, so it needs the helper's
@@ -734,7 +768,7 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 	cfgFD, statusFD := fdOf(cfgChild), fdOf(statusW)
 	var netNS, ipcNS int
 	var pool *nsPool // set when this run takes namespaces from it
-	if s.ns != nil && s.driver == DriverBuiltin && !p.AllowNetwork {
+	if s.ns != nil && s.driver == DriverBuiltin && !p.AllowNetwork && !nested {
 		if ns, ok := s.ns.take(); ok {
 			pool = s.ns
 			r.files = append(r.files, ns.net, ns.ipc)
@@ -760,7 +794,11 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 	} else {
 		cmd.Path = s.helper
 		cmd.Args = append([]string{"troupe-sandbox"}, helperArgs...)
-		cmd.SysProcAttr = s.namespaceAttr(p.AllowNetwork, p.Limits.MaxProcesses > 0 && s.cg == nil, netNS > 0)
+		if nested {
+			cmd.SysProcAttr = s.nestedAttr(p.AllowNetwork)
+		} else {
+			cmd.SysProcAttr = s.namespaceAttr(p.AllowNetwork, p.Limits.MaxProcesses > 0 && s.cg == nil, netNS > 0)
+		}
 	}
 
 	if err := s.startChild(cmd); err != nil {
@@ -792,6 +830,7 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 		Env:            targetEnv(env, cmd.Dir, r.tmp),
 		Workspace:      p.Workspace,
 		TempDir:        r.tmp,
+		Writable:       p.Writable,
 		Network:        p.AllowNetwork,
 		Limits:         p.Limits,
 		LandlockABI:    s.iso.LandlockABI,
@@ -801,9 +840,15 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 		Init:           withInit,
 		ReadOnly:       p.ReadOnlyWorkspace,
 		Runtime:        progFiles,
+		UserNS:         nested,
+		Reaper:         nested && s.driver == DriverBuiltin,
 	}
-	writable := []string{p.Workspace, r.tmp}
+	writable := append([]string{p.Workspace, r.tmp}, p.Writable...)
 	switch {
+	case s.driver == DriverBwrap && nested:
+		// The helper has CAP_SYS_ADMIN in bwrap's user namespace
+		// (--cap-add): the view carries the filesystem confinement.
+		cfg.Mounts = &mountView{Writable: writable, Private: true, NoDev: true, Proc: procKeep, Tmp: privateTmpDir()}
 	case s.driver == DriverBwrap:
 		// bwrap makes the view, covers included; a root run keeps its
 		// capabilities in there, so the helper makes every mount but the
@@ -812,7 +857,11 @@ func (s *Sandbox) startConfined(p Policy, cmd *exec.Cmd) (proc *Process, err err
 			cfg.Mounts = &mountView{Writable: writable, Private: true}
 		}
 	case s.iso.MountNS:
-		cfg.Mounts = &mountView{Writable: writable, Hidden: append([]string{root}, s.hidden...), Private: true}
+		cfg.Mounts = &mountView{Writable: writable, Hidden: s.hiddenFor(p, root), Private: true}
+		if nested {
+			cfg.Mounts.NoDev, cfg.Mounts.Proc = true, procMount
+			cfg.Mounts.Tmp = privateTmpDir()
+		}
 	default:
 		cfg.DenyMetadata = true
 	}
@@ -932,13 +981,15 @@ func parseStatus(status []byte) *StartError {
 // a session of its own (cloneAttr), so the run has no controlling terminal
 // and stays in the process group the runner kills.
 func (s *Sandbox) bwrapArgs(p Policy, dir, root, tmp string) []string {
-	args := []string{s.iso.Bwrap,
-		"--ro-bind", "/", "/",
-		"--dev", "/dev",
-		"--proc", "/proc",
+	args := []string{s.iso.Bwrap, "--ro-bind", "/", "/"}
+	if !p.AllowUserNamespaces {
+		// A run allowed user namespaces gets its /dev from the helper
+		// (bwrapNestedArgs).
+		args = append(args, "--dev", "/dev")
 	}
+	args = append(args, "--proc", "/proc")
 	var covered []string
-	for _, h := range append([]string{root}, s.hidden...) {
+	for _, h := range s.hiddenFor(p, root) {
 		fi, err := os.Lstat(h)
 		switch {
 		case err != nil:
@@ -949,14 +1000,16 @@ func (s *Sandbox) bwrapArgs(p Policy, dir, root, tmp string) []string {
 			args = append(args, "--ro-bind", "/dev/null", h)
 		}
 	}
-	args = append(args,
-		"--bind", p.Workspace, p.Workspace,
-		"--bind", tmp, tmp,
-	)
+	for _, w := range append([]string{p.Workspace, tmp}, p.Writable...) {
+		args = append(args, "--bind", w, w)
+	}
 	for _, h := range covered {
 		args = append(args, "--remount-ro", h)
 	}
 	args = append(args, "--unshare-pid", "--unshare-ipc", "--die-with-parent")
+	if p.AllowUserNamespaces {
+		args = append(args, s.bwrapNestedArgs()...)
+	}
 	if !p.AllowNetwork {
 		args = append(args, "--unshare-net")
 	}
@@ -966,6 +1019,12 @@ func (s *Sandbox) bwrapArgs(p Policy, dir, root, tmp string) []string {
 		}
 	}
 	return append(args, "--")
+}
+
+// hiddenFor is what a run under p must not see: troupe's temp root,
+// Options.Hidden and the policy's own Hidden.
+func (s *Sandbox) hiddenFor(p Policy, root string) []string {
+	return append(append([]string{root}, s.hidden...), resolvedPaths(p.Hidden)...)
 }
 
 // ensureTempRoot makes (once) troupe's temp root, which holds every run's

@@ -32,7 +32,14 @@ import (
 //   - with denyMetadata (no read-only mount view could be made: see
 //     mounts_linux.go), every chmod, chown, utimes and xattr change fails
 //     with EPERM, inside the workspace too, since a filter cannot tell
-//     where a path leads.
+//     where a path leads;
+//   - unless user namespaces are allowed (Policy.AllowUserNamespaces),
+//     unshare and clone whose flags ask for CLONE_NEWUSER fail with EPERM,
+//     and clone3 fails with ENOSYS: its flags are in memory a filter cannot
+//     read, and glibc, musl and Go fall back to clone when the kernel
+//     answers that it has no clone3. A user namespace would hand the run
+//     every capability over new namespaces of its own (mounts, netfilter,
+//     ...), kernel attack surface no tool needs.
 
 // seccomp_data offsets (struct seccomp_data in linux/seccomp.h): nr, arch,
 // instruction pointer, then six 64-bit arguments. Arguments are compared
@@ -46,6 +53,13 @@ const (
 	x32SyscallBit = 0x40000000
 )
 
+// filterOptions are the settings that change the filter.
+type filterOptions struct {
+	network      bool // sockets of every family
+	denyMetadata bool // chmod, chown, utimes and xattr changes refused
+	userNS       bool // user namespaces may be created
+}
+
 // bpf labels, resolved to jump offsets by assemble.
 const (
 	lblNone = iota
@@ -55,6 +69,8 @@ const (
 	lblPersonality
 	lblSocket
 	lblIoctl
+	lblCloneFlags
+	lblNoSys
 )
 
 // Terminal ioctls no run may make (asm-generic/ioctls.h; the same numbers
@@ -81,9 +97,9 @@ func labelled(label int, i bpfIns) bpfIns {
 	return i
 }
 
-// seccompFilter builds the filter for arch (an AUDIT_ARCH_ value), the
-// network setting and whether metadata changes are refused.
-func seccompFilter(arch uint32, x32 bool, network, denyMetadata bool) ([]unix.SockFilter, error) {
+// seccompFilter builds the filter for arch (an AUDIT_ARCH_ value) and
+// the run's settings.
+func seccompFilter(arch uint32, x32 bool, o filterOptions) ([]unix.SockFilter, error) {
 	ld := func(off uint32) bpfIns { return stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, off) }
 	ret := func(v uint32) bpfIns { return stmt(unix.BPF_RET|unix.BPF_K, v) }
 
@@ -96,7 +112,7 @@ func seccompFilter(arch uint32, x32 bool, network, denyMetadata bool) ([]unix.So
 		p = append(p, bpfIns{ins: unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, K: x32SyscallBit}, jt: lblDeny})
 	}
 	denied := deniedSyscalls()
-	if denyMetadata {
+	if o.denyMetadata {
 		denied = append(denied, metadataSyscalls()...)
 	}
 	for _, nr := range denied {
@@ -106,14 +122,26 @@ func seccompFilter(arch uint32, x32 bool, network, denyMetadata bool) ([]unix.So
 		jeq(unix.SYS_PERSONALITY, lblPersonality, lblNone),
 		jeq(unix.SYS_IOCTL, lblIoctl, lblNone),
 	)
-	if !network {
+	if !o.network {
 		p = append(p,
 			jeq(unix.SYS_SOCKET, lblSocket, lblNone),
 			jeq(unix.SYS_SOCKETPAIR, lblSocket, lblNone),
 		)
 	}
+	if !o.userNS {
+		// clone's and unshare's flags are their first argument on both
+		// architectures (s390x, which swaps clone's, has no filter).
+		p = append(p,
+			jeq(unix.SYS_UNSHARE, lblCloneFlags, lblNone),
+			jeq(unix.SYS_CLONE, lblCloneFlags, lblNone),
+			jeq(unix.SYS_CLONE3, lblNoSys, lblNone),
+		)
+	}
 	p = append(p,
 		ret(unix.SECCOMP_RET_ALLOW),
+		labelled(lblCloneFlags, ld(offArg0Low)),
+		bpfIns{ins: unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: unix.CLONE_NEWUSER}, jt: lblDeny, jf: lblAllow},
+		labelled(lblNoSys, ret(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))),
 		// personality(0xffffffff) only queries; PER_LINUX (0) is the default.
 		labelled(lblPersonality, ld(offArg0Low)),
 		jeq(0, lblAllow, lblNone),
@@ -199,11 +227,11 @@ func metadataSyscalls() []uintptr {
 
 // installSeccomp loads the filter into every thread of the calling process
 // (TSYNC), so whichever thread execs carries it. no_new_privs must be set.
-func installSeccomp(network, denyMetadata bool) error {
+func installSeccomp(o filterOptions) error {
 	if seccompArch == 0 {
 		return fmt.Errorf("seccomp: unsupported architecture")
 	}
-	filter, err := seccompFilter(seccompArch, seccompX32, network, denyMetadata)
+	filter, err := seccompFilter(seccompArch, seccompX32, o)
 	if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func TestSeccompDenyMetadata(t *testing.T) {
 // interpreter.
 func filterVM(t *testing.T, network, denyMetadata bool) *bpf.VM {
 	t.Helper()
-	filter, err := seccompFilter(seccompArch, seccompX32, network, denyMetadata)
+	filter, err := seccompFilter(seccompArch, seccompX32, filterOptions{network: network, denyMetadata: denyMetadata})
 	if err != nil {
 		t.Fatal(err)
 	}

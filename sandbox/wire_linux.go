@@ -227,6 +227,7 @@ func (c *helperConfig) marshal() []byte {
 	w.strings(c.Env)
 	w.string(c.Workspace)
 	w.string(c.TempDir)
+	w.strings(c.Writable)
 	w.bool(c.Network)
 	w.int(int64(c.Limits.MaxProcesses))
 	w.int(c.Limits.MaxFileBytes)
@@ -244,11 +245,16 @@ func (c *helperConfig) marshal() []byte {
 		w.strings(c.Mounts.Writable)
 		w.strings(c.Mounts.Hidden)
 		w.bool(c.Mounts.Private)
+		w.bool(c.Mounts.NoDev)
+		w.int(int64(c.Mounts.Proc))
+		w.string(c.Mounts.Tmp)
 	}
 	w.bool(c.DenyMetadata)
 	w.bool(c.Init)
 	w.bool(c.ReadOnly)
 	w.strings(c.Runtime)
+	w.bool(c.UserNS)
+	w.bool(c.Reaper)
 	return w.buf
 }
 
@@ -261,6 +267,7 @@ func (c *helperConfig) unmarshal(data []byte) error {
 		Env:       r.strings(),
 		Workspace: r.string(),
 		TempDir:   r.string(),
+		Writable:  r.strings(),
 		Network:   r.bool(),
 	}
 	c.Limits = Limits{
@@ -277,12 +284,14 @@ func (c *helperConfig) unmarshal(data []byte) error {
 	c.NetNS = r.int()
 	c.IPCNS = r.int()
 	if r.bool() {
-		c.Mounts = &mountView{Writable: r.strings(), Hidden: r.strings(), Private: r.bool()}
+		c.Mounts = &mountView{Writable: r.strings(), Hidden: r.strings(), Private: r.bool(), NoDev: r.bool(), Proc: procMode(r.int()), Tmp: r.string()}
 	}
 	c.DenyMetadata = r.bool()
 	c.Init = r.bool()
 	c.ReadOnly = r.bool()
 	c.Runtime = r.strings()
+	c.UserNS = r.bool()
+	c.Reaper = r.bool()
 	if r.err == nil && len(r.buf) != 0 {
 		r.err = fmt.Errorf("%w: %d bytes past its end", errWire, len(r.buf))
 	}

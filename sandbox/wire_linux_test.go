@@ -22,6 +22,7 @@ func TestHelperConfigWire(t *testing.T) {
 		Env:       []string{"A=1", "B=", "TMPDIR=/tmp/troupe-0/run-1-x"},
 		Workspace: "/work space",
 		TempDir:   "/tmp/troupe-0/run-1-x",
+		Writable:  []string{"/var/lib/troupe/codex/s1"},
 		Network:   true,
 		Limits: Limits{MaxProcesses: 256, MaxFileBytes: math.MaxInt64, MaxOpenFiles: 1024,
 			CPUSeconds: 7, MaxMemoryBytes: 4 << 30},
@@ -31,11 +32,13 @@ func TestHelperConfigWire(t *testing.T) {
 		Cgroups:        2,
 		NetNS:          9,
 		IPCNS:          10,
-		Mounts:         &mountView{Writable: []string{"/w", "/t"}, Hidden: []string{"/h"}, Private: true},
+		Mounts:         &mountView{Writable: []string{"/w", "/t"}, Hidden: []string{"/h"}, Private: true, NoDev: true, Proc: procKeep, Tmp: "/tmp"},
 		DenyMetadata:   true,
 		Init:           true,
 		ReadOnly:       true,
 		Runtime:        []string{"/bin/sh", "/lib/ld.so"},
+		UserNS:         true,
+		Reaper:         true,
 	}
 	// Each field set alone, so that no field's value hides another's
 	// position.
