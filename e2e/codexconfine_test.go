@@ -209,7 +209,11 @@ func TestCodexSessionsKeepTheirOwnCredentials(t *testing.T) {
 	post := func(session, method string, params any) map[string]any {
 		t.Helper()
 		id++
-		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		req := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+		if params != nil {
+			req["params"] = params
+		}
+		b, _ := json.Marshal(req)
 		h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
 			"Mcp-Protocol-Version": "2025-06-18", "Mcp-Session-Id": session}
 		resp := srv.request(t, http.MethodPost, strings.NewReader(string(b)), h)

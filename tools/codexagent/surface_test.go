@@ -549,9 +549,9 @@ func TestCodexSandboxHoldsInsideTroupes(t *testing.T) {
 				return modelMessage("done")
 			}
 		}
-		texts := strings.Join(req.texts(), " ")
+		texts := req.texts()
 		args := map[string]any{"cmd": fmt.Sprintf("touch plain-file; touch %s/plain-escaped; true", out)}
-		if strings.Contains(texts, "escalate") {
+		if len(texts) > 0 && strings.Contains(texts[len(texts)-1], "run-escalated") {
 			args = map[string]any{"cmd": fmt.Sprintf("touch escalated-file; touch %s/escalated-escaped; true", out),
 				"sandbox_permissions": "require_escalated", "justification": "the test asks for it"}
 		}
@@ -581,13 +581,14 @@ func TestCodexSandboxHoldsInsideTroupes(t *testing.T) {
 	}
 	run("plain", "workspace-write", "never", nil)
 	if !exists(filepath.Join(ws, "plain-file")) {
-		t.Fatal("a workspace-write thread's command could not write in the workspace: Codex's sandbox does not work inside troupe's")
+		b, _ := json.Marshal(model.last().Input)
+		t.Fatalf("a workspace-write thread's command could not write in the workspace: Codex's sandbox does not work inside troupe's; the model saw %s", lastN(string(b), 1500))
 	}
 	if exists(filepath.Join(out, "plain-escaped")) {
 		t.Fatal("a workspace-write thread's command wrote outside the workspace")
 	}
 	client := &approver{decision: "accept"}
-	run("escalate", "read-only", "on-request", client)
+	run("run-escalated", "read-only", "on-request", client)
 	if len(client.asked) != 1 {
 		t.Fatalf("the escalation was not asked of the client: %q", client.asked)
 	}
@@ -597,4 +598,12 @@ func TestCodexSandboxHoldsInsideTroupes(t *testing.T) {
 	if exists(filepath.Join(out, "escalated-escaped")) {
 		t.Fatal("an escalated command wrote outside the workspace: it ran outside troupe's sandbox")
 	}
+}
+
+// lastN is the end of s, at most n bytes.
+func lastN(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
