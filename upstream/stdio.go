@@ -20,6 +20,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/protocol"
 	"troupe/protocol/framing"
 
 	"troupe/sandbox"
@@ -385,11 +386,15 @@ func (h stdioHandler) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrp
 		params = *req.Params
 	}
 	c := h.s.c
-	// stdio has no link between a server message and a call: see soleFlight.
-	f := c.soleFlight()
+	// stdio has no link between a server message and a call: see
+	// soleFlight, and askingFlight for questions.
 	if req.Notif {
-		c.notification(req.Method, params, f)
+		c.notification(req.Method, params, c.soleFlight())
 		return
+	}
+	f := c.soleFlight()
+	if req.Method == protocol.MethodElicitationCreate {
+		f = c.askingFlight()
 	}
 	id := req.ID
 	raw, _ := json.Marshal(id)
