@@ -50,13 +50,14 @@
 // used one would let it open again, so answering frees nothing early).
 // Memory is therefore bounded per caller (Options.MaxPerCaller): a caller
 // with its whole share outstanding is refused new states (ErrCallerBusy,
-// a *BusyError) until some expire, and no other caller notices. Seal and
-// Check add nothing for a caller beyond its share, and a retry that
-// answers nothing is checked, not opened, so it costs nothing. A total
-// bound (Options.MaxOutstanding, several shares wide) caps the memory of
-// all callers together; it is reached only when that many callers fill
-// their shares at once. Nothing is ever forgotten before it expires to
-// make room.
+// a *BusyError) until some expire, and no other caller notices. Check
+// adds nothing, so a retry that answers nothing, checked rather than
+// opened, costs nothing; a state another process sealed (a shared key)
+// counts against its caller from when it is first opened here. A total
+// bound (Options.MaxOutstanding, 16 shares wide by default) caps the
+// memory of all callers together; it is reached only when that many
+// callers fill their shares at once. Nothing is ever forgotten before it
+// expires to make room.
 //
 // The caller is the key of a share: today an HTTP credential or a stdio
 // connection (see Caller); an authenticated identity, once troupe has
@@ -64,7 +65,7 @@
 //
 // # Across processes
 //
-// The cache lives in one process and nothing shares it. Several troupe
+// The memory of states lives in one process and nothing shares it. Several troupe
 // processes that share approvals.state_key open each other's states, and
 // then a state could be redeemed once in each of them before it expires:
 // "once" holds per process, and across N processes behind one endpoint a
