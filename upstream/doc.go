@@ -63,7 +63,10 @@
 //     approvals.timeout, and must not make every other call's question
 //     unattributable meanwhile). Otherwise a log message goes to troupe's
 //     log and an elicitation is declined ({"action":"decline"}). One caller
-//     never sees another caller's downstream traffic. An owner that needs
+//     never sees another caller's downstream traffic, with one exception
+//     MCP leaves no way to tell: a server that asks a call's second
+//     question while its first is unanswered, and another call runs, has
+//     it put to the running call. An owner that needs
 //     every stdio log message attributed can run one call at a time per
 //     client.
 //
