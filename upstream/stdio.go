@@ -392,9 +392,11 @@ func (h stdioHandler) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrp
 		c.notification(req.Method, params, c.soleFlight())
 		return
 	}
-	f := c.soleFlight()
+	var f *flight
 	if req.Method == protocol.MethodElicitationCreate {
 		f = c.askingFlight()
+	} else {
+		f = c.soleFlight()
 	}
 	id := req.ID
 	raw, _ := json.Marshal(id)
