@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -20,9 +21,10 @@ const approvalInputKey = "approval"
 
 // Outcomes of a 2026-07-28 call that asked, or whose state was refused.
 const (
-	approvalAsked     = "asked"         // input_required went out; the retry decides
-	approvalBadState  = "invalid_state" // the retry's requestState or answer was refused
-	approvalContinued = "continued"     // a tool's round, begun after the gate passed, goes on
+	approvalAsked     = "asked"           // input_required went out; the retry decides
+	approvalBadState  = "invalid_state"   // the retry's requestState or answer was refused
+	approvalContinued = "continued"       // a tool's round, begun after the gate passed, goes on
+	approvalTooMany   = "too_many_states" // the caller has its share of states outstanding
 )
 
 // mrtrCall is what a 2026-07-28 tools/call brings for multi round-trip
@@ -43,6 +45,9 @@ type mrtrCall struct {
 // the client something) carries the tool's state.
 type roundPayload struct {
 	Tool []byte `json:"tool"`
+	// Asks is set when the round put questions to the client: a retry
+	// that answers none of them is then told so, and spends nothing.
+	Asks bool `json:"asks,omitempty"`
 }
 
 // retry reports whether the request is the client's answer to an
@@ -95,10 +100,16 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 // requestState or inputResponses): the state must open for this caller
 // and this very call before anything else happens. A state that fails is
 // refused with -32602 and nothing runs. An approval's state decides from
-// the person's answer, as the handshake era's elicitation/create does (no
-// answer: asked again, as the spec says for missing input); a tool
-// round's state resumes the tool with the client's answers, the gate
+// the person's answer, as the handshake era's elicitation/create does; a
+// tool round's state resumes the tool with the client's answers, the gate
 // having passed in the round that began it.
+//
+// A retry that answers nothing spends nothing: its state is checked, not
+// opened, and an approval is asked again under the very same state (the
+// spec: ask again for what is missing), a tool round's answers are asked
+// for. So a caller that repeats such retries neither uses its state up
+// nor adds one (issue 23: each used to spend one and get a fresh one, and
+// 4,096 of them filled the memory every caller's approvals share).
 func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
 	m := inv.call.mrtr
 	refuse := func(detail string) {
@@ -115,15 +126,37 @@ func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args j
 		refuse("the retry has inputResponses but no requestState")
 		return
 	}
-	a, err := m.sealer.Open(m.state, approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller})
+	binding := approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller}
+	a, err := m.sealer.Check(m.state, binding)
 	if err != nil {
 		refuse(err.Error())
 		return
+	}
+	open := func() bool {
+		if _, err := m.sealer.Open(m.state, binding); err != nil {
+			if errors.Is(err, approvalstate.ErrBusy) {
+				inv.answerBusy(spec, err)
+				return false
+			}
+			refuse(err.Error())
+			return false
+		}
+		return true
 	}
 	if len(a.Payload) > 0 {
 		var p roundPayload
 		if err := json.Unmarshal(a.Payload, &p); err != nil {
 			refuse("the state's payload is malformed")
+			return
+		}
+		if p.Asks && len(m.responses) == 0 {
+			inv.decided(approvalBadState, "the retry answers none of the tool's input requests")
+			inv.answerOther(protocol.NewError(protocol.CodeInvalidParams,
+				"invalid params: inputResponses: the retry answers none of the input requests; send the answers "+
+					"with the same requestState (it is still valid). "+spec.Name+" is waiting for them.", nil), approvalBadState)
+			return
+		}
+		if !open() {
 			return
 		}
 		inv.req.Resume = &tools.Resume{Responses: m.responses, State: p.Tool}
@@ -132,8 +165,15 @@ func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args j
 		return
 	}
 	raw, ok := m.responses[approvalInputKey]
-	if !ok {
-		inv.askFirst(ctx, spec, args, m) // the spec: ask again for what is missing
+	switch {
+	case !ok && !m.caps.FormElicitation():
+		inv.noElicitation(spec)
+		return
+	case !ok:
+		inv.askUnder(spec, args, m.state, a.Offer) // the spec: ask again for what is missing
+		return
+	}
+	if !open() {
 		return
 	}
 	var res protocol.ElicitResult
@@ -185,10 +225,14 @@ func (inv *invocation) toolAsks(ir *tools.InputRequired) {
 			return
 		}
 	}
-	payload, _ := json.Marshal(roundPayload{Tool: ir.State})
+	payload, _ := json.Marshal(roundPayload{Tool: ir.State, Asks: len(ir.Requests) > 0})
 	state, err := m.sealer.Seal(approvalstate.Request{
 		Binding: approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller},
 		Offer:   approvalstate.Offer(approvalstate.Once), Payload: payload})
+	if errors.Is(err, approvalstate.ErrBusy) {
+		inv.answerBusy(spec, err)
+		return
+	}
 	if err != nil {
 		inv.logAt(slog.LevelError, "sealing a tool's input state", "err", err)
 		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " needs input that cannot be asked for; see the server log"}, string(tools.KindInternal))
@@ -228,20 +272,36 @@ func parseKnownChoice(choice string) (approvalstate.Decision, bool) {
 // declare elicitation, else input_required with the form and the state.
 func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.RawMessage, m *mrtrCall) {
 	if !m.caps.FormElicitation() {
-		inv.decided(approvalUnavailable, "the request did not declare the elicitation capability")
-		inv.answerOther(protocol.NewError(protocol.CodeMissingCapability,
-			"Server requires the elicitation capability for this request: "+spec.Name+" needs a person's approval",
-			map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{}}}), approvalUnavailable)
+		inv.noElicitation(spec)
 		return
 	}
 	offer := approvalstate.OfferFor(m.caller)
 	state, err := m.sealer.Seal(approvalstate.Request{
 		Binding: approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller}, Offer: offer})
+	if errors.Is(err, approvalstate.ErrBusy) {
+		inv.answerBusy(spec, err)
+		return
+	}
 	if err != nil {
 		inv.logAt(slog.LevelError, "sealing an approval state", "err", err)
 		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "cannot ask for approval; see the server log"}, string(tools.KindInternal))
 		return
 	}
+	inv.askUnder(spec, args, state, offer)
+}
+
+// noElicitation refuses a call that needs approval from a request that did
+// not declare form elicitation: -32021 with requiredCapabilities.
+func (inv *invocation) noElicitation(spec tools.Spec) {
+	inv.decided(approvalUnavailable, "the request did not declare the elicitation capability")
+	inv.answerOther(protocol.NewError(protocol.CodeMissingCapability,
+		"Server requires the elicitation capability for this request: "+spec.Name+" needs a person's approval",
+		map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{}}}), approvalUnavailable)
+}
+
+// askUnder answers input_required with the approval form for offer under
+// state: a fresh one, or the one a retry without an answer brought back.
+func (inv *invocation) askUnder(spec tools.Spec, args json.RawMessage, state string, offer approvalstate.Offer) {
 	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
 		inv.call.version, inv.hash)
 	restrictForm(form, offer, spec.Name)
@@ -297,6 +357,24 @@ func restrictForm(p *protocol.ElicitRequestParams, offer approvalstate.Offer, to
 	if !offer.Has(approvalstate.Session) {
 		delete(p.Meta, "persist")
 	}
+}
+
+// answerBusy refuses a call because a bound of outstanding approval states
+// is full (an *approvalstate.BusyError): -32000 (the server is busy; try
+// later) saying whose limit it is, with the bound in data. Nothing runs.
+func (inv *invocation) answerBusy(spec tools.Spec, err error) {
+	data := map[string]any{"reason": "too many approval states outstanding"}
+	var busy *approvalstate.BusyError
+	if errors.As(err, &busy) {
+		scope := "server"
+		if busy.PerCaller {
+			scope = "caller"
+		}
+		data = map[string]any{"reason": "too many approval states outstanding", "scope": scope,
+			"limit": busy.Limit, "stateLifetimeMs": busy.TTL.Milliseconds()}
+	}
+	inv.decided(approvalTooMany, err.Error())
+	inv.answerOther(protocol.NewError(protocol.CodeServerBusy, err.Error()+"; "+spec.Name+" was not run.", data), approvalTooMany)
 }
 
 // answerOther ends the call with an answer that is not a CallToolResult

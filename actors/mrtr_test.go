@@ -184,13 +184,19 @@ func TestStatelessToolRoundsAfterApproval(t *testing.T) {
 		t.Fatalf("first round: %+v runs=%d", approval.InputRequests, runs.Load())
 	}
 	again := readIR(call(2, map[string]any{"requestState": approval.RequestState, "inputResponses": map[string]any{}}))
-	if _, ok := again.InputRequests["approval"]; !ok || runs.Load() != 0 {
-		t.Fatalf("a retry without the answer must be asked again: %+v", again.InputRequests)
+	if _, ok := again.InputRequests["approval"]; !ok || runs.Load() != 0 || again.RequestState != approval.RequestState {
+		t.Fatalf("a retry without the answer must be asked again, under the same state: %+v", again.InputRequests)
 	}
 	toolRound := readIR(call(3, map[string]any{"requestState": again.RequestState, "inputResponses": map[string]any{
 		"approval": map[string]any{"action": "accept", "content": map[string]any{"decision": "once"}}}}))
 	if q, ok := toolRound.InputRequests["login"]; !ok || q.Method != "elicitation/create" || runs.Load() != 1 {
 		t.Fatalf("tool round: %+v runs=%d", toolRound.InputRequests, runs.Load())
+	}
+	// A retry that answers none of the tool's questions is told so and
+	// spends nothing: the state still carries the answer afterwards.
+	if m := call(30, map[string]any{"requestState": toolRound.RequestState}); m.Error == nil ||
+		m.Error.Code != protocol.CodeInvalidParams || !strings.Contains(m.Error.Message, "same requestState") || runs.Load() != 1 {
+		t.Fatalf("a tool round's retry without answers: %s runs=%d", m.raw, runs.Load())
 	}
 	answer := map[string]any{"requestState": toolRound.RequestState, "inputResponses": map[string]any{
 		"login": map[string]any{"action": "accept", "content": map[string]any{"name": "octocat"}}}}
@@ -209,5 +215,104 @@ func TestStatelessToolRoundsAfterApproval(t *testing.T) {
 	c.request(6, "tools/call", p)
 	if m := c.recv(); m.Error == nil || m.Error.Code != protocol.CodeMissingCapability {
 		t.Fatalf("want -32021, got %s", m.raw)
+	}
+}
+
+// A retry that carries a requestState and no answer spends nothing: it is
+// asked again under the very same state, so one caller's flood of such
+// retries neither fills the memory of used states nor blocks any other
+// caller's approval (issue 23: 4,096 of them once refused every caller's
+// approvals for approvals.timeout). Two stdio connections on one process
+// are two callers sharing one Sealer.
+func TestAnswerlessRetriesSpendNothing(t *testing.T) {
+	sealer, err := approvalstate.New(approvalstate.Options{Key: approvalstate.NewKey(), TTL: time.Minute, MaxOutstanding: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	a := newClient(t, Options{Session: SessionOptions{Approvals: sealer}}, gatedTool{name: "risky", runs: &runs})
+	b := newClientOnHost(t, a.host)
+	args := map[string]any{"token": "a"}
+
+	ir := askModern(t, a, 1, args)
+	state := ir.RequestState
+	for i := range 32 { // the attack: each retry sends the state the last one got
+		a.request(100+i, "tools/call", modernParams(map[string]any{"name": "risky", "arguments": args,
+			"requestState": state}, ""))
+		m := a.recv()
+		var again inputRequired
+		if m.Error != nil || json.Unmarshal(m.Result, &again) != nil || again.ResultType != "input_required" {
+			t.Fatalf("answer-less retry %d: want input_required, got %s", i, m.raw)
+		}
+		if again.RequestState != ir.RequestState {
+			t.Fatalf("answer-less retry %d was answered with a fresh state", i)
+		}
+		state = again.RequestState
+		if _, ok := again.InputRequests["approval"]; !ok {
+			t.Fatalf("answer-less retry %d: the approval is not asked again: %s", i, m.raw)
+		}
+	}
+	if n := sealer.Outstanding(); n > 1 {
+		t.Fatalf("answer-less retries left %d states outstanding, want at most the one issued", n)
+	}
+
+	irB := askModern(t, b, 1, args)
+	retryModern(b, 2, args, irB.RequestState, "once")
+	if r := b.toolResult(b.recv()); r.IsError || runs.Load() != 1 {
+		t.Fatalf("the other caller's approval: runs=%d %+v", runs.Load(), r)
+	}
+	retryModern(a, 200, args, ir.RequestState, "once")
+	if r := a.toolResult(a.recv()); r.IsError || runs.Load() != 2 {
+		t.Fatalf("the flooding caller's own state, answered at last: runs=%d %+v", runs.Load(), r)
+	}
+}
+
+// A caller with its share of approval states outstanding is refused
+// alone: -32000 saying it is that caller's limit, with the bound in data;
+// answering ("deny") its own states and asking again mints nothing more
+// before they expire; the other caller's approval goes through all along.
+func TestApprovalStatesPerCallerShare(t *testing.T) {
+	sealer, err := approvalstate.New(approvalstate.Options{Key: approvalstate.NewKey(), TTL: time.Minute, MaxPerCaller: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	a := newClient(t, Options{Session: SessionOptions{Approvals: sealer}}, gatedTool{name: "risky", runs: &runs})
+	b := newClientOnHost(t, a.host)
+	args := map[string]any{"token": "a"}
+
+	var states []string
+	for i := range 4 {
+		states = append(states, askModern(t, a, i+1, args).RequestState)
+	}
+	refusedAlone := func(what string) {
+		t.Helper()
+		a.request(50, "tools/call", modernParams(map[string]any{"name": "risky", "arguments": args}, ""))
+		m := a.recv()
+		if m.Error == nil || m.Error.Code != protocol.CodeServerBusy || !strings.Contains(m.Error.Message, "this caller") ||
+			!strings.Contains(m.Error.Message, "its limit") || !strings.Contains(string(m.Error.Data), `"scope":"caller"`) ||
+			!strings.Contains(string(m.Error.Data), `"limit":4`) {
+			t.Fatalf("%s: want -32000 naming this caller's limit, got %s", what, m.raw)
+		}
+	}
+	refusedAlone("past its share")
+
+	irB := askModern(t, b, 1, args)
+	retryModern(b, 2, args, irB.RequestState, "once")
+	if r := b.toolResult(b.recv()); r.IsError || runs.Load() != 1 {
+		t.Fatalf("the other caller beside one at its limit: runs=%d %+v", runs.Load(), r)
+	}
+
+	for i, st := range states {
+		retryModern(a, 60+i, args, st, "deny")
+		if r := a.toolResult(a.recv()); !r.IsError {
+			t.Fatalf("deny: %+v", r)
+		}
+		refusedAlone("after denying its own state")
+	}
+	irB = askModern(t, b, 3, args)
+	retryModern(b, 4, args, irB.RequestState, "once")
+	if r := b.toolResult(b.recv()); r.IsError || runs.Load() != 2 {
+		t.Fatalf("the other caller after the churn: runs=%d %+v", runs.Load(), r)
 	}
 }

@@ -11,15 +11,15 @@ import (
 
 // newApprovalStates makes the Sealer for the requestState of approvals in
 // the stateless revision from [approvals]: state_key, the
-// previous_state_keys that still open older states, and approvals.timeout
-// as their lifetime. Without a state_key the key is generated for this
+// previous_state_keys that still open older states, approvals.timeout as
+// their lifetime and max_states_per_caller as each caller's share of them. Without a state_key the key is generated for this
 // process, and troupe says so: a state then opens only in the process
 // that issued it, so several processes behind one endpoint need a shared
 // key (logged at info when troupe serves HTTP; over stdio one process is
 // the whole server, and it is a debug line).
 func newApprovalStates(cfg *config.Config, log *slog.Logger) (*approvalstate.Sealer, error) {
 	a := cfg.Approvals
-	opts := approvalstate.Options{TTL: a.Timeout}
+	opts := approvalstate.Options{TTL: a.Timeout, MaxPerCaller: a.MaxStatesPerCaller}
 	if a.StateKey == "" {
 		opts.Key = approvalstate.NewKey()
 		level := slog.LevelDebug

@@ -214,6 +214,10 @@ type Approvals struct {
 	StateKey string `koanf:"state_key"`
 	// PreviousStateKeys still open states sealed before a rotation.
 	PreviousStateKeys []string `koanf:"previous_state_keys"`
+	// MaxStatesPerCaller is one caller's share of outstanding approval
+	// states (stateless revision): sealed and not yet expired, answered or
+	// not. A caller past it is refused new ones; other callers are not.
+	MaxStatesPerCaller int `koanf:"max_states_per_caller"`
 }
 
 // Audit is the [audit] table.

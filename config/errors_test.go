@@ -57,6 +57,8 @@ func TestErrorsSayWhereWhatAndTheNearestKey(t *testing.T) {
 			want: `config file FILE:2: http.read_timeout = "-1s": must be positive`},
 		{name: "value below the minimum", file: "[limits]\npage_size = 0\n",
 			want: `config file FILE:2: limits.page_size: must be at least 1, got 0`},
+		{name: "a caller's share of approval states", file: "[approvals]\nmax_states_per_caller = 0\n",
+			want: `config file FILE:2: approvals.max_states_per_caller: must be between 1 and 16384, got 0`},
 		{name: "missing required key", file: "\n[mcp.greet]\ndescription = \"hi\"\n",
 			want: `config file FILE:2: mcp.greet.command: is required`},
 		{name: "duplicate table", file: "[mcp.greet]\ncommand = \"echo\"\n\n[mcp.greet]\ncommand = \"printf\"\n",

@@ -148,6 +148,11 @@ func (c *Config) validateObserve() error {
 	return nil
 }
 
+// maxStatesPerCaller bounds approvals.max_states_per_caller: the process
+// remembers up to 16 callers' shares (gate/approvalstate), about 150 bytes
+// a state, so this keeps that memory in tens of megabytes.
+const maxStatesPerCaller = 16384
+
 // validateExecution checks [sandbox], [approvals], [audit], [output] and
 // [shell].
 func (c *Config) validateExecution() error {
@@ -172,6 +177,9 @@ func (c *Config) validateExecution() error {
 		return errKey(p("sandbox", "kill_grace"), "sandbox.kill_grace must be positive, got %s", sb.KillGrace)
 	case c.Approvals.Timeout <= 0:
 		return errKey(p("approvals", "timeout"), "approvals.timeout must be positive, got %s", c.Approvals.Timeout)
+	case c.Approvals.MaxStatesPerCaller < 1 || c.Approvals.MaxStatesPerCaller > maxStatesPerCaller:
+		return errKey(p("approvals", "max_states_per_caller"), "approvals.max_states_per_caller must be between 1 and %d, got %d",
+			maxStatesPerCaller, c.Approvals.MaxStatesPerCaller)
 	case c.Output.InlineBytes < 1024:
 		return errKey(p("output", "inline_bytes"), "output.inline_bytes must be at least 1024, got %d", c.Output.InlineBytes)
 	case c.Output.MaxSpoolBytes < 0:

@@ -4,12 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Raw JSON-RPC in protocol revision 2026-07-28 (no initialize, version and
@@ -271,5 +276,112 @@ func assertStateRefused(t *testing.T, m map[string]any, why string) {
 	t.Helper()
 	if code, _ := errorCode(t, m); code != -32602 || !strings.Contains(fmt.Sprint(m["error"]), why) {
 		t.Fatalf("want -32602 naming %q, got %v", why, m)
+	}
+}
+
+// One caller cannot block another's approvals (issue 23): one process
+// serves HTTP, where caller A is its bearer credential, and stdio, where
+// caller B is the connection; both share the process's memory of approval
+// states. A's share is cut to 4 (approvals.max_states_per_caller) to keep
+// the test short. A floods retries that carry only a requestState, each
+// with the state the last one got (the attack as filed: each used to
+// spend one state and mint another, until every caller's approvals were
+// refused); B's approval still runs, and A was asked again under the same
+// state every time. A then fills its share with new calls and is refused
+// alone, -32000 naming its own limit, also after denying its states to
+// churn them; B goes on.
+func TestOneCallerCannotBlockAnothersApprovals(t *testing.T) {
+	fx := newFixture(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	token := newToken(t)
+	cmd := exec.Command(troupeBinary(t), "serve", "--workspace", fx.dir, "--http", addr, "--stdio",
+		"--bearer-token-env", tokenEnv, "--log-level", "debug", "-c", "approvals.max_states_per_caller=4")
+	cmd.Env = append(withoutVar(os.Environ(), tokenEnv), tokenEnv+"="+token)
+	b := startPeer(t, cmd, false)
+	t.Cleanup(func() { // runs before startPeer's: with stdin closed, HTTP goes on until a signal
+		b.stdin.Close()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	})
+	a := &httpServer{base: "http://" + addr, url: "http://" + addr + "/mcp", token: token}
+	for deadline := time.Now().Add(httpStartTimeout); !strings.Contains(b.errw.String(), "serving MCP over HTTP url="+a.url) || !a.healthy(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("troupe did not serve HTTP; its log:\n%s", b.errw)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	post := func(body string) map[string]any {
+		t.Helper()
+		resp := a.request(t, http.MethodPost, strings.NewReader(body), map[string]string{"Content-Type": "application/json",
+			"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+			"Mcp-Method": "tools/call", "Mcp-Name": "shell.exec"})
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		var m map[string]any
+		if err != nil || json.Unmarshal(raw, &m) != nil {
+			t.Fatalf("answer is not JSON: %d %q %v", resp.StatusCode, raw, err)
+		}
+		return m
+	}
+	callA := `"name":"shell.exec","arguments":{"command":["touch","a-marker"]}`
+	callB := `"name":"shell.exec","arguments":{"command":["touch","b-marker"]}`
+	markerB := filepath.Join(fx.dir, "b-marker")
+	approveB := func(id string) {
+		t.Helper()
+		b.send(modernRequest(id, "tools/call", callB))
+		st := inputRequiredState(t, b.recv(), true)
+		b.send(modernRequest(id, "tools/call", callB+mrtrRetry(st, "once")))
+		checkModernResult(t, "caller B's approved call", b.recv())
+		if err := os.Remove(markerB); err != nil {
+			t.Fatalf("caller B's approved call did not run: %v", err)
+		}
+	}
+
+	first := inputRequiredState(t, post(modernRequest("1", "tools/call", callA)), false)
+	state, fresh := first, 0
+	for i := range 16 {
+		m := post(modernRequest(strconv.Itoa(10+i), "tools/call", callA+`,"requestState":"`+state+`"`))
+		res, _ := m["result"].(map[string]any)
+		next, _ := res["requestState"].(string)
+		if next == "" {
+			t.Logf("answer-less retry %d of caller A: %v", i, m)
+			continue
+		}
+		if next != state {
+			fresh++
+		}
+		state = next
+	}
+	approveB("1")
+	if fresh > 0 || state != first {
+		t.Fatalf("caller A's answer-less retries got %d fresh states, want the same state asked again", fresh)
+	}
+
+	states := []string{first}
+	for i := range 3 {
+		states = append(states, inputRequiredState(t, post(modernRequest(strconv.Itoa(40+i), "tools/call", callA)), false))
+	}
+	refusedAlone := func(what string) {
+		t.Helper()
+		m := post(modernRequest("50", "tools/call", callA))
+		e, _ := m["error"].(map[string]any)
+		data, _ := e["data"].(map[string]any)
+		if code, _ := errorCode(t, m); code != -32000 || !strings.Contains(fmt.Sprint(e["message"]), "this caller") ||
+			data["scope"] != "caller" || data["limit"] != float64(4) {
+			t.Fatalf("%s: want -32000 naming caller A's own limit, got %v", what, m)
+		}
+	}
+	refusedAlone("caller A past its share")
+	approveB("2")
+	for i, st := range states {
+		assertToolError(t, post(modernRequest(strconv.Itoa(60+i), "tools/call", callA+mrtrRetry(st, "deny"))), "shell.exec")
+		refusedAlone("caller A after denying its own state")
+	}
+	approveB("3")
+	if _, err := os.Stat(filepath.Join(fx.dir, "a-marker")); !os.IsNotExist(err) {
+		t.Fatalf("a call of caller A ran: %v", err)
 	}
 }

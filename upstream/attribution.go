@@ -36,6 +36,13 @@ type flight struct {
 	// urls are the elicitationIds of the URL-mode elicitations relayed
 	// for the call, so their notifications/elicitation/complete find it.
 	urls map[string]bool
+
+	// asking counts the server's questions (elicitation/create) attributed
+	// to the call whose answers are not in yet; guarded by the client's mu.
+	// A call that waits for its answer (a parked one waits up to
+	// approvals.timeout) is not the one asking the next question: see
+	// askingFlight.
+	asking int
 }
 
 // notificationElicitationComplete is sent by a server when the
@@ -132,6 +139,37 @@ func (c *Client) soleFlight() *flight {
 	}
 	for _, f := range c.flights {
 		return f
+	}
+	return nil
+}
+
+// askingFlight is the stdio attribution rule for a server's question
+// (elicitation/create), which names no call either: it belongs to the one
+// call in flight that is not already waiting for the answer to a question
+// of its own. A call blocked in a question does not ask the next one, so
+// a call parked until its caller answers (or a person slow to answer)
+// leaves the server's questions to the call that is running; with two
+// calls running the question belongs to neither for sure and goes to
+// nobody (declined), as with soleFlight. When the only call in flight is
+// waiting already, a second question is its own (a server may ask two at
+// once).
+func (c *Client) askingFlight() *flight {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var free *flight
+	n := 0
+	for _, f := range c.flights {
+		if f.asking == 0 {
+			free, n = f, n+1
+		}
+	}
+	switch {
+	case n == 1:
+		return free
+	case n == 0 && len(c.flights) == 1:
+		for _, f := range c.flights {
+			return f
+		}
 	}
 	return nil
 }
@@ -280,9 +318,23 @@ func (c *Client) serverRequest(id json.RawMessage, method string, params json.Ra
 		parent = f.ctx
 	}
 	ctx, cancel := context.WithCancel(parent)
+	// A question counts as the call's from now until it is answered, so
+	// the next message the reader attributes already sees it (the reader
+	// calls serverRequest before it reads on).
+	question := f != nil && method == protocol.MethodElicitationCreate
 	c.mu.Lock()
 	c.requests[key] = cancel
+	if question {
+		f.asking++
+	}
 	c.mu.Unlock()
+	answered := func() {
+		if question {
+			c.mu.Lock()
+			f.asking--
+			c.mu.Unlock()
+		}
+	}
 	started := c.spawn(func() {
 		defer cancel()
 		result, rpcErr := c.answer(ctx, method, params, f)
@@ -290,6 +342,7 @@ func (c *Client) serverRequest(id json.RawMessage, method string, params json.Ra
 		_, pending := c.requests[key]
 		delete(c.requests, key)
 		c.mu.Unlock()
+		answered()
 		if !pending || c.life.Err() != nil {
 			return // the server cancelled it (no answer is due), or we are gone
 		}
@@ -301,6 +354,7 @@ func (c *Client) serverRequest(id json.RawMessage, method string, params json.Ra
 	})
 	if !started {
 		cancel()
+		answered()
 	}
 }
 

@@ -54,12 +54,21 @@
 //     URL-mode elicitation relayed for a call, so it is matched exactly too.
 //   - notifications/message and elicitation/create carry no link to a
 //     request. Over streamable HTTP they belong to the call whose POST
-//     stream carried them. Over stdio MCP offers no link at all, so they are
-//     attributed to a call only while exactly one call is in flight on the
-//     client; with none or several, a log message goes to troupe's log and
-//     an elicitation is declined ({"action":"decline"}). One caller never
-//     sees another caller's downstream traffic. An owner that needs every
-//     stdio log message attributed can run one call at a time per client.
+//     stream carried them. Over stdio MCP offers no link at all, so a log
+//     message is attributed to a call only while exactly one call is in
+//     flight on the client, and an elicitation only while exactly one
+//     call in flight is not already waiting for the answer to a question
+//     of its own (a call blocked in a question does not ask the next one;
+//     a parked call waits so for its caller's retry, up to
+//     approvals.timeout, and must not make every other call's question
+//     unattributable meanwhile). Otherwise a log message goes to troupe's
+//     log and an elicitation is declined ({"action":"decline"}). One caller
+//     never sees another caller's downstream traffic, with one exception
+//     MCP leaves no way to tell: a server that asks a call's second
+//     question while its first is unanswered, and another call runs, has
+//     it put to the running call. An owner that needs
+//     every stdio log message attributed can run one call at a time per
+//     client.
 //
 // Other server requests are answered by the client itself: ping with {},
 // roots/list with an empty list, anything else with -32601.

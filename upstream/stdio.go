@@ -20,6 +20,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/protocol"
 	"troupe/protocol/framing"
 
 	"troupe/sandbox"
@@ -387,11 +388,17 @@ func (h stdioHandler) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrp
 		params = *req.Params
 	}
 	c := h.s.c
-	// stdio has no link between a server message and a call: see soleFlight.
-	f := c.soleFlight()
+	// stdio has no link between a server message and a call: see
+	// soleFlight, and askingFlight for questions.
 	if req.Notif {
-		c.notification(req.Method, params, f)
+		c.notification(req.Method, params, c.soleFlight())
 		return
+	}
+	var f *flight
+	if req.Method == protocol.MethodElicitationCreate {
+		f = c.askingFlight()
+	} else {
+		f = c.soleFlight()
 	}
 	id := req.ID
 	raw, _ := json.Marshal(id)

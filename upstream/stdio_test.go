@@ -326,6 +326,65 @@ func TestStdioAttribution(t *testing.T) {
 	}
 }
 
+// A call parked for its 2026-07-28 caller's answer waits in its question
+// to a session-based stdio server; it must not hold the server's questions
+// for every other call (issue 23: one parked call made the server decline
+// every other caller's elicitation for approvals.timeout). Another call's
+// elicitation reaches that call's client, the parked call still gets its
+// own answer afterwards, and two calls that could both be asking still get
+// neither's question.
+func TestStdioParkedCallLeavesElicitationToOthers(t *testing.T) {
+	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	ctx := context.Background()
+	_, err := c.CallTool(ctx, "chatty", nil, upstream.Observer{Rounds: true})
+	var ir *upstream.InputRequired
+	if !errors.As(err, &ir) || !strings.Contains(string(ir.Requests["elicitation"]), "ok?") {
+		t.Fatalf("want the parked question, got %v", err)
+	}
+
+	var other observed
+	if got := call(t, c, "chatty", "", other.observer(`{"action":"accept","content":{"who":"other"}}`)); got != `elicited {"action":"accept","content":{"who":"other"}}` {
+		t.Fatalf("beside a parked call, another call's elicitation was not relayed to its caller: %q", got)
+	}
+	if _, _, elicits := other.snapshot(); len(elicits) != 1 {
+		t.Fatalf("the other call's client saw %d questions, want its one", len(elicits))
+	}
+
+	// Beside the parked call, two calls that may both be asking: the
+	// question belongs to neither for sure, so it is declined.
+	slowCtx, cancelSlow := context.WithCancel(ctx)
+	started := make(chan struct{}, 1)
+	var slowObs observed
+	obs := slowObs.observer(`{"action":"accept","content":{}}`)
+	obs.Progress = func(float64, float64, string) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	}
+	slowDone := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(slowCtx, "slow", nil, obs)
+		slowDone <- err
+	}()
+	<-started
+	var third observed
+	if got := call(t, c, "chatty", "", third.observer(`{"action":"accept","content":{}}`)); got != `elicited {"action":"decline"}` {
+		t.Errorf("with two calls that may ask, the elicitation was answered: %q", got)
+	}
+	if _, _, e := slowObs.snapshot(); len(e) != 0 {
+		t.Errorf("the slow call's client got another call's question: %q", e)
+	}
+	cancelSlow()
+	<-slowDone
+
+	res, err := c.CallTool(ctx, "chatty", nil, upstream.Observer{Rounds: true, Resume: &upstream.Resume{State: ir.State,
+		Responses: map[string]json.RawMessage{"elicitation": json.RawMessage(`{"action":"accept","content":{"who":"parked"}}`)}}})
+	if err != nil || resultText(t, res) != `elicited {"action":"accept","content":{"who":"parked"}}` {
+		t.Fatalf("the parked call, resumed: %s %v", res, err)
+	}
+}
+
 func TestStdioCancellationReachesTheServer(t *testing.T) {
 	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
 	cause := errors.New("the user gave up")

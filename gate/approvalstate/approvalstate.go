@@ -19,6 +19,9 @@
 //     gate.Hash binds (ErrOtherTool, ErrOtherCall);
 //   - already used (ErrReplayed).
 //
+// and it refuses to seal a state for a caller that has its whole share
+// outstanding (ErrCallerBusy), while other callers go on.
+//
 // The package is pure: no actors, no I/O but the random source. The MRTR
 // wiring seals a state with the input_required result and opens it when
 // the retry arrives, before anything runs.
@@ -35,15 +38,34 @@
 //
 // # Once means once
 //
-// Open records each state's nonce in a replay cache until the state
-// expires, so a state opens once: a "once" approval runs one call. The
-// cache is bounded (Options.MaxOutstanding, evicting expired nonces first);
-// when it is full of live nonces Open refuses with ErrBusy instead of
-// forgetting one, because forgetting would let that state run twice.
+// The Sealer remembers each state's nonce until the state expires, from
+// Seal on, so a state opens once: a "once" approval runs one call. Check
+// verifies a state as Open does and uses nothing up, for a retry that
+// brings no answer (asked again under the same state).
+//
+// # Outstanding states, per caller
+//
+// A state is outstanding from the moment it is sealed until it expires,
+// answered or not: its nonce has to be remembered that long (forgetting a
+// used one would let it open again, so answering frees nothing early).
+// Memory is therefore bounded per caller (Options.MaxPerCaller): a caller
+// with its whole share outstanding is refused new states (ErrCallerBusy,
+// a *BusyError) until some expire, and no other caller notices. Check
+// adds nothing, so a retry that answers nothing, checked rather than
+// opened, costs nothing; a state another process sealed (a shared key)
+// counts against its caller from when it is first opened here. A total
+// bound (Options.MaxOutstanding, 16 shares wide by default) caps the
+// memory of all callers together; it is reached only when that many
+// callers fill their shares at once. Nothing is ever forgotten before it
+// expires to make room.
+//
+// The caller is the key of a share: today an HTTP credential or a stdio
+// connection (see Caller); an authenticated identity, once troupe has
+// them, becomes one more kind of Caller and gets its own share.
 //
 // # Across processes
 //
-// The cache lives in one process and nothing shares it. Several troupe
+// The memory of states lives in one process and nothing shares it. Several troupe
 // processes that share approvals.state_key open each other's states, and
 // then a state could be redeemed once in each of them before it expires:
 // "once" holds per process, and across N processes behind one endpoint a
@@ -120,7 +142,8 @@ var (
 		"(other arguments, working directory, environment or sandbox profile)")
 	// ErrReplayed: the state was already used.
 	ErrReplayed = errors.New("the approval state was already used")
-	// ErrBusy: the replay cache is full of states that have not expired.
+	// ErrBusy: a bound of outstanding states is full (see BusyError; a
+	// caller's own share is ErrCallerBusy as well).
 	ErrBusy = errors.New("too many approval states are outstanding")
 	// ErrNotOffered: the answer is a decision the person was not offered.
 	ErrNotOffered = errors.New("the answer is not one of the decisions offered")
@@ -143,9 +166,13 @@ const MaxPayload = 16 << 10
 // have made: MaxPayload, twice base64-encoded, leaves room for the rest.
 const maxStateLen = 40 << 10
 
-// DefaultMaxOutstanding is the replay cache's bound when
-// Options.MaxOutstanding is zero.
-const DefaultMaxOutstanding = 4096
+// DefaultMaxPerCaller is a caller's share of outstanding states when
+// Options.MaxPerCaller is zero.
+const DefaultMaxPerCaller = 1024
+
+// sharesInTotal is how many callers' full shares the total bound holds
+// when Options.MaxOutstanding is zero.
+const sharesInTotal = 16
 
 // aad is the additional data every state is sealed with, besides its
 // header: a state of another purpose never opens as an approval state.
@@ -165,8 +192,12 @@ type Options struct {
 	// TTL is how long a state stays valid: approvals.timeout, the time a
 	// person has to answer. It must be positive.
 	TTL time.Duration
-	// MaxOutstanding bounds the replay cache (DefaultMaxOutstanding when
-	// zero).
+	// MaxPerCaller is one caller's share: the states it may have
+	// outstanding (sealed and not expired) at once. Zero means
+	// DefaultMaxPerCaller, or MaxOutstanding when that is smaller.
+	MaxPerCaller int
+	// MaxOutstanding bounds the states of all callers together (a memory
+	// bound). Zero means 16 shares.
 	MaxOutstanding int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -181,7 +212,7 @@ type Sealer struct {
 	now     func() time.Time
 
 	mu     sync.Mutex
-	replay *replayCache
+	ledger *ledger
 }
 
 // New makes a Sealer. It refuses a non-positive TTL, a key given twice and
@@ -190,18 +221,25 @@ func New(o Options) (*Sealer, error) {
 	if o.TTL <= 0 {
 		return nil, fmt.Errorf("approval states: the expiry must be positive, got %s", o.TTL)
 	}
-	if o.MaxOutstanding < 0 {
-		return nil, fmt.Errorf("approval states: the replay bound must not be negative, got %d", o.MaxOutstanding)
+	if o.MaxOutstanding < 0 || o.MaxPerCaller < 0 {
+		return nil, fmt.Errorf("approval states: the bounds of outstanding states must not be negative, got %d per caller and %d in all",
+			o.MaxPerCaller, o.MaxOutstanding)
 	}
-	limit := o.MaxOutstanding
-	if limit == 0 {
-		limit = DefaultMaxOutstanding
+	perCaller, total := o.MaxPerCaller, o.MaxOutstanding
+	if perCaller == 0 {
+		perCaller = DefaultMaxPerCaller
+		if total > 0 {
+			perCaller = min(perCaller, total)
+		}
+	}
+	if total == 0 {
+		total = sharesInTotal * perCaller
 	}
 	now := o.Now
 	if now == nil {
 		now = time.Now
 	}
-	s := &Sealer{aeads: map[[keyIDSize]byte]cipher.AEAD{}, ttl: o.TTL, now: now, replay: newReplayCache(limit)}
+	s := &Sealer{aeads: map[[keyIDSize]byte]cipher.AEAD{}, ttl: o.TTL, now: now, ledger: newLedger(total, perCaller)}
 	for i, k := range append([]Key{o.Key}, o.Previous...) {
 		id, aead, err := k.derive()
 		if err != nil {
@@ -252,6 +290,8 @@ type Approval struct {
 	Payload []byte
 	// Expires is when the state stopped being valid.
 	Expires time.Time
+
+	nonce [nonceSize]byte // the state's, for the single use
 }
 
 // Choose maps the person's answer ("once", "session", "deny") to a
@@ -275,7 +315,10 @@ type sealed struct {
 	Payload []byte `json:"p,omitempty"`
 }
 
-// Seal makes the opaque requestState for r, valid for the Sealer's TTL.
+// Seal makes the opaque requestState for r, valid for the Sealer's TTL,
+// and counts it against r.Caller's share until it expires. A caller with
+// its share full is refused with a *BusyError (ErrCallerBusy); so are all
+// callers when the total is.
 func (s *Sealer) Seal(r Request) (string, error) {
 	switch {
 	case !r.Caller.valid():
@@ -288,9 +331,11 @@ func (s *Sealer) Seal(r Request) (string, error) {
 		return "", fmt.Errorf("approval states: payload of %d bytes exceeds %d", len(r.Payload), MaxPayload)
 	}
 	digest := r.Caller.digest()
+	now := s.now()
+	var nonce [nonceSize]byte
+	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
 	p := sealed{Tool: r.Tool, Hash: r.Hash, Caller: digest[:], Offer: r.Offer,
-		Expires: s.now().Add(s.ttl).UnixMilli(), Nonce: make([]byte, nonceSize), Payload: r.Payload}
-	_, _ = rand.Read(p.Nonce) // never fails (crypto/rand)
+		Expires: now.Add(s.ttl).UnixMilli(), Nonce: nonce[:], Payload: r.Payload}
 	plain, err := json.Marshal(p)
 	if err != nil {
 		return "", fmt.Errorf("approval states: %w", err)
@@ -303,6 +348,12 @@ func (s *Sealer) Seal(r Request) (string, error) {
 		return "", fmt.Errorf("approval states: the state would be %d characters, more than %d (a tool name of %d bytes)",
 			len(out), maxStateLen, len(r.Tool))
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ledger.expire(now.UnixMilli())
+	if err := s.ledger.add(nonce, r.Caller, p.Expires, false, s.ttl); err != nil {
+		return "", err
+	}
 	return out, nil
 }
 
@@ -311,6 +362,40 @@ func (s *Sealer) Seal(r Request) (string, error) {
 // process. Nothing in an error comes from inside a state that failed the
 // caller check.
 func (s *Sealer) Open(state string, b Binding) (*Approval, error) {
+	a, err := s.verify(state, b)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	err = s.ledger.use(a.nonce, b.Caller, a.Expires.UnixMilli(), s.now().UnixMilli(), s.ttl)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Check is Open without using the state up: every check passes (it is
+// not used yet either) or Check refuses as Open would. A retry that
+// carries a state but no answer is checked and asked again under the same
+// state, so it neither spends the state nor adds one.
+func (s *Sealer) Check(state string, b Binding) (*Approval, error) {
+	a, err := s.verify(state, b)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	err = s.ledger.check(a.nonce, s.now().UnixMilli())
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// verify is every check of Open but the single use: decoding, key,
+// authenticity, caller, expiry, tool and call.
+func (s *Sealer) verify(state string, b Binding) (*Approval, error) {
 	if len(state) > maxStateLen {
 		return nil, fmt.Errorf("%w: %d characters, more than any state troupe issues", ErrMalformed, len(state))
 	}
@@ -359,23 +444,28 @@ func (s *Sealer) Open(state string, b Binding) (*Approval, error) {
 	if p.Hash != b.Hash {
 		return nil, ErrOtherCall
 	}
-	var nonce [nonceSize]byte
-	copy(nonce[:], p.Nonce)
-	s.mu.Lock()
-	err = s.replay.use(nonce, p.Expires, now.UnixMilli())
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return &Approval{Tool: p.Tool, Hash: p.Hash, Offer: p.Offer, Payload: p.Payload, Expires: expires}, nil
+	a := &Approval{Tool: p.Tool, Hash: p.Hash, Offer: p.Offer, Payload: p.Payload, Expires: expires}
+	copy(a.nonce[:], p.Nonce)
+	return a, nil
 }
 
-// Outstanding is how many used states the replay cache remembers (for
-// tests and metrics): never more than Options.MaxOutstanding.
+// Outstanding is how many states this process remembers for every caller
+// (sealed or opened here, not expired; for tests and metrics): never more
+// than Options.MaxOutstanding.
 func (s *Sealer) Outstanding() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.replay.len()
+	s.ledger.expire(s.now().UnixMilli())
+	return s.ledger.len()
+}
+
+// OutstandingFor is how many states caller has outstanding: never more
+// than its share, Options.MaxPerCaller.
+func (s *Sealer) OutstandingFor(caller Caller) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ledger.expire(s.now().UnixMilli())
+	return s.ledger.outstanding(caller)
 }
 
 // additional is the AEAD's additional data for a state's header.

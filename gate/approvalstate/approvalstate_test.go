@@ -272,10 +272,10 @@ func TestRotation(t *testing.T) {
 	}
 }
 
-// The replay cache forgets expired nonces first and, full of live ones,
-// refuses rather than forget: it never grows past its bound and never lets
-// a live state open twice.
-func TestReplayCacheBound(t *testing.T) {
+// The memory of states forgets expired ones first and, full of live ones,
+// refuses to seal rather than forget: it never grows past its bound and
+// never lets a live state open twice.
+func TestOutstandingBound(t *testing.T) {
 	c := &clock{t: time.Unix(1e9, 0)}
 	s, err := approvalstate.New(approvalstate.Options{Key: approvalstate.NewKey(), TTL: ttl, MaxOutstanding: 3, Now: c.now})
 	if err != nil {
@@ -286,41 +286,186 @@ func TestReplayCacheBound(t *testing.T) {
 	c.advance(ttl / 2)
 	s3 := seal(t, s, b)
 	c.advance(ttl/2 - time.Second)
-	s4 := seal(t, s, b)
+	if _, err := s.Seal(approvalstate.Request{Binding: b, Offer: approvalstate.OfferFor(alice)}); !errors.Is(err, approvalstate.ErrBusy) ||
+		!strings.Contains(err.Error(), "3 approval states outstanding") {
+		t.Fatalf("a fourth live state with room for three: %v", err)
+	}
 	for _, st := range []string{s1, s2, s3} {
 		if _, err := s.Open(st, b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Open(s4, b); !errors.Is(err, approvalstate.ErrBusy) || !strings.Contains(err.Error(), "3 states") {
-		t.Fatalf("a fourth live state with room for three: %v", err)
-	}
 	if n := s.Outstanding(); n != 3 {
 		t.Fatalf("remembered %d, want 3", n)
 	}
-	c.advance(time.Second) // s1 and s2 expire; s3 and s4 are live
-	if _, err := s.Open(s4, b); err != nil {
-		t.Fatalf("with the expired nonces gone: %v", err)
-	}
+	c.advance(time.Second) // s1 and s2 expire; s3 is live
+	s4 := seal(t, s, b)
 	if n := s.Outstanding(); n != 2 {
 		t.Fatalf("remembered %d, want 2 (s3, s4)", n)
+	}
+	if _, err := s.Open(s4, b); err != nil {
+		t.Fatalf("with the expired nonces gone: %v", err)
 	}
 	for _, st := range []string{s3, s4} {
 		if _, err := s.Open(st, b); !errors.Is(err, approvalstate.ErrReplayed) {
 			t.Fatalf("a live used state opened again: %v", err)
 		}
 	}
-	// Many states over time: the cache never holds more than its bound.
+	// Many states over time: the memory never holds more than its bound.
 	for i := range 1000 {
-		st := seal(t, s, b)
-		_, err := s.Open(st, b)
+		st, err := s.Seal(approvalstate.Request{Binding: b, Offer: approvalstate.OfferFor(alice)})
+		if err == nil {
+			_, err = s.Open(st, b)
+		}
 		if err != nil && !errors.Is(err, approvalstate.ErrBusy) {
 			t.Fatal(err)
 		}
 		if n := s.Outstanding(); n > 3 {
-			t.Fatalf("after %d states the cache holds %d", i, n)
+			t.Fatalf("after %d states the memory holds %d", i, n)
 		}
 		c.advance(ttl / 7)
+	}
+}
+
+// A caller with its share of states outstanding is refused alone, with an
+// error that says it is that caller's limit; other callers seal and open
+// as before. Answering (here: denying) its own states frees nothing before
+// they expire, so churning them mints nothing beyond the share.
+func TestPerCallerShare(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	s, err := approvalstate.New(approvalstate.Options{Key: approvalstate.NewKey(), TTL: ttl, MaxPerCaller: 3, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, bb, bs := binding(call(`{}`), alice), binding(call(`{}`), bob), binding(call(`{}`), stdio)
+	var mine []string
+	for range 3 {
+		mine = append(mine, seal(t, s, ba))
+	}
+	_, err = s.Seal(approvalstate.Request{Binding: ba, Offer: approvalstate.OfferFor(alice)})
+	var busy *approvalstate.BusyError
+	if !errors.Is(err, approvalstate.ErrCallerBusy) || !errors.Is(err, approvalstate.ErrBusy) || !errors.As(err, &busy) ||
+		!busy.PerCaller || busy.Limit != 3 || !strings.Contains(err.Error(), "this credential") ||
+		!strings.Contains(err.Error(), "its limit") || !strings.Contains(err.Error(), "other callers are not affected") {
+		t.Fatalf("alice past her share: %v", err)
+	}
+	for _, b := range []approvalstate.Binding{bb, bs} {
+		st := seal(t, s, b)
+		if _, err := s.Open(st, b); err != nil {
+			t.Fatalf("%s beside a caller at its limit: %v", b.Caller, err)
+		}
+	}
+	// Alice answers her states (a "deny" opens them as any answer does)
+	// and asks again: still refused until they expire.
+	for _, st := range mine {
+		if _, err := s.Open(st, ba); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Seal(approvalstate.Request{Binding: ba, Offer: approvalstate.OfferFor(alice)}); !errors.Is(err, approvalstate.ErrCallerBusy) {
+			t.Fatalf("alice churned an answered state into a new one: %v", err)
+		}
+	}
+	if n := s.OutstandingFor(alice); n != 3 {
+		t.Fatalf("alice has %d outstanding, want her share of 3", n)
+	}
+	for _, st := range mine {
+		if _, err := s.Open(st, ba); !errors.Is(err, approvalstate.ErrReplayed) {
+			t.Fatalf("an answered state opened again: %v", err)
+		}
+	}
+	c.advance(ttl)
+	if n := s.OutstandingFor(alice); n != 0 {
+		t.Fatalf("alice has %d outstanding after they all expired", n)
+	}
+	st := seal(t, s, ba)
+	if _, err := s.Open(st, ba); err != nil {
+		t.Fatalf("alice once her states expired: %v", err)
+	}
+}
+
+// The total bound caps every caller's states together; it says so, not
+// that the caller is at its own limit.
+func TestTotalBound(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	s, err := approvalstate.New(approvalstate.Options{Key: approvalstate.NewKey(), TTL: ttl, MaxPerCaller: 2, MaxOutstanding: 4, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []approvalstate.Caller{alice, alice, bob, bob} {
+		seal(t, s, binding(call(`{}`), who))
+	}
+	_, err = s.Seal(approvalstate.Request{Binding: binding(call(`{}`), stdio), Offer: approvalstate.OfferFor(stdio)})
+	if !errors.Is(err, approvalstate.ErrBusy) || errors.Is(err, approvalstate.ErrCallerBusy) || !strings.Contains(err.Error(), "all callers") {
+		t.Fatalf("past the total: %v", err)
+	}
+	if _, err := approvalstate.New(approvalstate.Options{Key: approvalstate.NewKey(), TTL: ttl, MaxPerCaller: -1}); err == nil {
+		t.Fatal("a negative share was accepted")
+	}
+}
+
+// Check verifies a state as Open does and uses nothing up: a retry that
+// brings no answer, however often, adds no state and leaves the state to
+// open once afterwards; a state already used, or not the caller's, is
+// refused as Open refuses it.
+func TestCheckSpendsNothing(t *testing.T) {
+	c := &clock{t: time.Unix(1e9, 0)}
+	s, err := approvalstate.New(approvalstate.Options{Key: approvalstate.NewKey(), TTL: ttl, MaxPerCaller: 2, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := binding(call(`{}`), alice)
+	st := seal(t, s, b)
+	for range 100 {
+		a, err := s.Check(st, b)
+		if err != nil || string(a.Payload) != "downstream-state" {
+			t.Fatalf("check: %+v %v", a, err)
+		}
+	}
+	if n := s.OutstandingFor(alice); n != 1 {
+		t.Fatalf("100 checks left alice %d states outstanding, want 1", n)
+	}
+	if _, err := s.Check(st, binding(call(`{}`), bob)); !errors.Is(err, approvalstate.ErrOtherCaller) {
+		t.Fatalf("checked by another caller: %v", err)
+	}
+	if _, err := s.Open(st, b); err != nil {
+		t.Fatalf("opened after the checks: %v", err)
+	}
+	if _, err := s.Check(st, b); !errors.Is(err, approvalstate.ErrReplayed) {
+		t.Fatalf("checked once used: %v", err)
+	}
+	c.advance(ttl)
+	if _, err := s.Check(st, b); !errors.Is(err, approvalstate.ErrExpired) {
+		t.Fatalf("checked once expired: %v", err)
+	}
+
+	// A state another process sealed (a shared key) is remembered here
+	// when it opens, against its caller's share, and not when checked.
+	key := approvalstate.NewKey()
+	p1 := newSealer(t, c, key)
+	p2, err := approvalstate.New(approvalstate.Options{Key: key, TTL: ttl, MaxPerCaller: 2, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := []string{seal(t, p1, b), seal(t, p1, b), seal(t, p1, b)}
+	for _, st := range foreign {
+		if _, err := p2.Check(st, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p2.Outstanding(); n != 0 {
+		t.Fatalf("checks of foreign states left %d remembered", n)
+	}
+	for _, st := range foreign[:2] {
+		if _, err := p2.Open(st, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p2.Open(foreign[2], b); !errors.Is(err, approvalstate.ErrCallerBusy) {
+		t.Fatalf("a foreign state past the caller's share: %v", err)
+	}
+	bs := binding(call(`{}`), stdio)
+	if _, err := p2.Open(seal(t, p1, bs), bs); err != nil {
+		t.Fatalf("another caller's foreign state: %v", err)
 	}
 }
 
