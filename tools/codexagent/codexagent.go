@@ -339,7 +339,7 @@ func (t *codexTool) Call(ctx context.Context, req *tools.Request) (*protocol.Cal
 		started: func(threadID string) {
 			id = threadID
 			sandbox, _ := start["sandbox"].(string) // as sent: confine has run
-			t.s.convs.add(threadID, t.s.codexHome, dir, sandbox)
+			t.s.convs.add(threadID, dir, sandbox)
 		}})
 	if err != nil {
 		return nil, err

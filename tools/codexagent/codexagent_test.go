@@ -422,7 +422,7 @@ func TestApprovalIsRelayed(t *testing.T) {
 func TestConversationTableIsBounded(t *testing.T) {
 	cs := newConversations(2)
 	for _, id := range []string{"a", "b", "c"} {
-		cs.add(id, "", "", "")
+		cs.add(id, "", "")
 		cs.release(id)
 	}
 	if _, err := cs.acquire("a"); err == nil {
@@ -434,7 +434,7 @@ func TestConversationTableIsBounded(t *testing.T) {
 	if _, err := cs.acquire("b"); err == nil {
 		t.Fatal("a busy conversation was acquired twice")
 	}
-	cs.add("d", "", "", "") // b is busy, c is the idle one to go
+	cs.add("d", "", "") // b is busy, c is the idle one to go
 	if _, err := cs.acquire("c"); err == nil {
 		t.Fatal("c should have been forgotten")
 	}

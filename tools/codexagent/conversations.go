@@ -18,12 +18,11 @@ const maxConversations = 256
 // sandbox on thread/resume (a workspace-write thread comes back with the
 // configuration's sandbox), so codex-reply asks for the same one again.
 type conversation struct {
-	id        string
-	codexHome string
-	cwd       string
-	sandbox   string // the SandboxMode sent with thread/start; "" for Codex's configuration
-	busy      bool   // a turn runs: one turn at a time per conversation
-	elem      *list.Element
+	id      string
+	cwd     string
+	sandbox string // the SandboxMode sent with thread/start; "" for Codex's configuration
+	busy    bool   // a turn runs: one turn at a time per conversation
+	elem    *list.Element
 }
 
 // conversations is the in-memory table of conversations the codex tool
@@ -41,7 +40,7 @@ func newConversations(max int) *conversations {
 }
 
 // add records a new conversation, busy with its first turn.
-func (cs *conversations) add(id, codexHome, cwd, sandbox string) {
+func (cs *conversations) add(id, cwd, sandbox string) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if c, ok := cs.byID[id]; ok {
@@ -49,7 +48,7 @@ func (cs *conversations) add(id, codexHome, cwd, sandbox string) {
 		cs.order.MoveToFront(c.elem)
 		return
 	}
-	c := &conversation{id: id, codexHome: codexHome, cwd: cwd, sandbox: sandbox, busy: true}
+	c := &conversation{id: id, cwd: cwd, sandbox: sandbox, busy: true}
 	c.elem = cs.order.PushFront(c)
 	cs.byID[id] = c
 	// Forget the least recently used idle ones; busy ones stay (their

@@ -7,6 +7,8 @@
 //		Workspace: "/home/me/project",
 //		Env:       map[string]string{"PATH": "/usr/bin:/bin", "HOME": home, "CODEX_HOME": codexHome},
 //		Surface:   true, // troupe's approval and sandbox defaults
+//		Sandbox:   sb,   // every Codex runs in troupe's sandbox
+//		StateDir:  "/home/me/.local/state/troupe/codex", // Codex's homes (home.go)
 //	})
 //	// ts[0] is "codex", ts[1] is "codex-reply"; add them to the registry.
 //
@@ -31,9 +33,22 @@
 // starts `codex app-server`, sends initialize, thread/start (codex) or
 // thread/resume (codex-reply), turn/start, relays what happens until
 // turn/completed, then closes stdin and lets Codex exit. Codex itself
-// keeps the conversation in its rollout files under CODEX_HOME, which is
-// why resume works from a fresh process and why no process outlives a
-// call (nothing to leak between calls, nothing to supervise).
+// keeps the conversation in its rollout files under CODEX_HOME (the
+// tools' home of troupe's, home.go), which is why resume works from a
+// fresh process and why no process outlives a call (nothing to leak
+// between calls, nothing to supervise).
+//
+// # Codex in troupe's sandbox
+//
+// Every app-server starts through Options.Sandbox (startCodex): troupe's
+// default profile with the network on, the workspace and its home
+// writable, and user namespaces allowed, so Codex's own bubblewrap
+// sandbox works inside troupe's. Whatever Codex starts (the commands of a
+// turn, an escalated command a person approved, MCP servers named in the
+// operator's config) is confined by troupe and killed with the run. What
+// a client may set of Codex's configuration is an allow-list
+// (clientconfig.go); a home's config.toml never trusts the workspace, so
+// a .codex/config.toml planted there is not read.
 //
 // # Conversation ids and results
 //
@@ -46,11 +61,11 @@
 // developer-instructions, compact-prompt, include-plan-tool (ignored) and
 // approval-policy on-failure (on-request in 0.169). The tools keep a
 // bounded in-memory table (maxConversations, least recently used dropped)
-// of the ids they started, with what a resume needs (CODEX_HOME, cwd):
+// of the ids they started, with what a resume needs (cwd, sandbox):
 // codex-reply accepts only ids in that table, so a client cannot resume
 // arbitrary Codex sessions found on disk. The table belongs to the value
 // Tools returns; ids do not survive a restart of troupe, nor cross
-// between troupe processes (the rollout files stay in CODEX_HOME). A
+// between troupe processes (the rollout files stay in the tools' home). A
 // conversation runs one turn at a time: a codex-reply while a turn of the
 // same conversation runs is refused (unavailable).
 //
