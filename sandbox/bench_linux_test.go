@@ -20,6 +20,10 @@ func BenchmarkStart(b *testing.B) {
 		{"default/no-network", DriverBuiltin, Policy{Profile: ProfileDefault, Workspace: ws}},
 		{"default/no-network/max-processes", DriverBuiltin, Policy{Profile: ProfileDefault, Workspace: ws, Limits: Limits{MaxProcesses: 64}}},
 		{"bwrap/no-network", DriverBwrap, Policy{Profile: ProfileDefault, Workspace: ws}},
+		// The Codex app-server's: a PID namespace, a fresh /proc and /dev,
+		// a private /tmp.
+		{"default/user-namespaces", DriverBuiltin, Policy{Profile: ProfileDefault, Workspace: ws, AllowNetwork: true, AllowUserNamespaces: true}},
+		{"bwrap/user-namespaces", DriverBwrap, Policy{Profile: ProfileDefault, Workspace: ws, AllowNetwork: true, AllowUserNamespaces: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			s := newSandbox(b, c.driver)
