@@ -364,6 +364,16 @@ func privateTmp(dir string) error {
 		}
 		if err == nil && e.fd >= 0 {
 			err = unix.MoveMount(e.fd, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH)
+			if errors.Is(err, unix.ENOENT) {
+				// Removed since it was cloned (the clone's source is
+				// gone): the run sees it gone, as a moment later.
+				if e.dir {
+					_ = unix.Rmdir(path)
+				} else {
+					_ = unix.Unlink(path)
+				}
+				continue
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("bind %s back: %w", path, err)

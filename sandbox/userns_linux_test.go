@@ -256,3 +256,51 @@ func fileExists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
 }
+
+// TestPrivateTmpWhileTmpChanges: a run allowed user namespaces gets a
+// private /tmp into which the host's entries are bound back; entries
+// that come and go while it starts (other programs' temp files) must not
+// fail the start. Before the fix a file removed between its clone and its
+// bind failed the run ("bind /tmp/... back: no such file or directory").
+func TestPrivateTmpWhileTmpChanges(t *testing.T) {
+	s := newSandbox(t, DriverBuiltin)
+	ws, _ := workspace(t)
+	p := policy(ProfileDefault, ws)
+	p.AllowNetwork = true
+	p.AllowUserNamespaces = true
+	requireEnforceable(t, s, p)
+	stop := make(chan struct{})
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		for i := 0; i < 200000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := filepath.Join("/tmp", "troupe-churn-"+strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(i%8))
+			if i%2 == 0 {
+				_ = os.WriteFile(name, nil, 0o600)
+			} else {
+				_ = os.Mkdir(name+"-d", 0o700)
+				_ = os.Remove(name)
+				_ = os.Remove(name + "-d")
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-churned
+		for i := 0; i < 8; i++ {
+			name := filepath.Join("/tmp", "troupe-churn-"+strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(i))
+			os.Remove(name)
+			os.Remove(name + "-d")
+		}
+	}()
+	for i := 0; i < 60; i++ {
+		if r, err := runErr(t, s, p, "/bin/true"); err != nil {
+			t.Fatalf("start %d while /tmp changes: %v (%s)", i, err, r)
+		}
+	}
+}
