@@ -182,24 +182,9 @@ func initMain(args []string) int {
 	if err := closeOnExecFrom(cfg.Files); err != nil {
 		return h.fail("init", err, exitSetup)
 	}
-	files := make([]uintptr, cfg.Files)
-	for i := range files {
-		files[i] = uintptr(i)
-	}
-	dir, _ := os.Getwd()
-	pid, err := syscall.ForkExec(cfg.Path, cfg.Args, &syscall.ProcAttr{Dir: dir, Env: cfg.Env, Files: files})
-	if err != nil {
-		code := exitNoExec
-		if errors.Is(err, syscall.ENOENT) {
-			code = exitNotFound
-		}
-		return h.fail("exec", err, code)
-	}
-	unix.Close(h.status)
-	ws, err := reapUntil(pid)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sandbox init: wait:", err)
-		return exitSetup
+	ws, code, ok := h.startAndReap(cfg.Path, cfg.Args, cfg.Env, cfg.Files, "sandbox init")
+	if !ok {
+		return code
 	}
 	var raw [4]byte
 	binary.LittleEndian.PutUint32(raw[:], uint32(ws))
@@ -216,29 +201,42 @@ func initMain(args []string) int {
 // a target killed by a signal is reported as exit code 128+signal.
 func (h helper) runAsReaper(cfg helperConfig, args []string) int {
 	ignoreRunnerSignals()
-	files := make([]uintptr, cfg.FirstPrivateFD)
-	for i := range files {
-		files[i] = uintptr(i)
-	}
-	dir, _ := os.Getwd()
-	pid, err := syscall.ForkExec(cfg.Path, args, &syscall.ProcAttr{Dir: dir, Env: cfg.Env, Files: files})
-	if err != nil {
-		code := exitNoExec
-		if errors.Is(err, syscall.ENOENT) {
-			code = exitNotFound
-		}
-		return h.fail("exec", err, code)
-	}
-	unix.Close(h.status)
-	ws, err := reapUntil(pid)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sandbox helper: wait:", err)
-		return exitSetup
+	ws, code, ok := h.startAndReap(cfg.Path, args, cfg.Env, cfg.FirstPrivateFD, "sandbox helper")
+	if !ok {
+		return code
 	}
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
 	return ws.ExitStatus()
+}
+
+// startAndReap starts the target as this process's child with fds 0 to
+// files-1, closes the status pipe (the target runs: the server reads EOF)
+// and reaps every child until the target ends. It returns the target's
+// status, or false and the helper's exit code when it could not start or
+// be waited for (who names this process in the message).
+func (h helper) startAndReap(path string, args, env []string, files int, who string) (syscall.WaitStatus, int, bool) {
+	fds := make([]uintptr, files)
+	for i := range fds {
+		fds[i] = uintptr(i)
+	}
+	dir, _ := os.Getwd()
+	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{Dir: dir, Env: env, Files: fds})
+	if err != nil {
+		code := exitNoExec
+		if errors.Is(err, syscall.ENOENT) {
+			code = exitNotFound
+		}
+		return 0, h.fail("exec", err, code), false
+	}
+	unix.Close(h.status)
+	ws, err := reapUntil(pid)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, who+": wait:", err)
+		return 0, exitSetup, false
+	}
+	return ws, 0, true
 }
 
 // reapUntil reaps the children of this process (a PID namespace's first,
