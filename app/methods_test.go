@@ -1,10 +1,7 @@
 package app
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -87,24 +84,7 @@ func TestDenyRuleGovernsTheMethods(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &stdioClient{t: t, in: inW, lines: make(chan string, 16)}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(outR)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- a.Run(context.Background(), RunOptions{Stdin: inR, Stdout: outW, Ready: func() { close(ready) }})
-	}()
-	<-ready
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.answer(1)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c, inW, done := runStdio(t, a)
 
 	id := 10
 	expect := func(when, method string, params any, refused bool) {

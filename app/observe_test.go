@@ -1,8 +1,6 @@
 package app
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -64,24 +62,7 @@ func TestMetricsListenInStdioMode(t *testing.T) {
 	}
 	defer a.Close()
 
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &stdioClient{t: t, in: inW, lines: make(chan string, 16)}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(outR)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- a.Run(context.Background(), RunOptions{Stdin: inR, Stdout: outW, Ready: func() { close(ready) }})
-	}()
-	<-ready
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.answer(1)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c, inW, done := runStdio(t, a)
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"repo.listDir","arguments":{"path":"."}}}`)
 	c.answer(2)
 

@@ -36,6 +36,31 @@ func (b *syncBuffer) String() string {
 }
 
 // stdioClient talks to Run over a pair of pipes.
+// runStdio runs a over pipes, as over stdio, and initializes a session:
+// the client, the pipe to close to end the run, and Run's result.
+func runStdio(t *testing.T, a *App) (*stdioClient, *io.PipeWriter, chan error) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &stdioClient{t: t, in: inW, lines: make(chan string, 16)}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+	}()
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- a.Run(context.Background(), RunOptions{Stdin: inR, Stdout: outW, Ready: func() { close(ready) }})
+	}()
+	<-ready
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.answer(1)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c, inW, done
+}
+
 type stdioClient struct {
 	t     *testing.T
 	in    *io.PipeWriter
@@ -141,24 +166,7 @@ func TestRunServesStdioAndReloads(t *testing.T) {
 		t.Fatal("Reload before Run succeeded")
 	}
 
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &stdioClient{t: t, in: inW, lines: make(chan string, 16)}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(outR)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- a.Run(context.Background(), RunOptions{Stdin: inR, Stdout: outW, Ready: func() { close(ready) }})
-	}()
-	<-ready
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.answer(1)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c, inW, done := runStdio(t, a)
 	if got := c.toolNames(2); got != "docs.fetch,fs.writeFile,repo.listDir,repo.readFile,repo.ripgrep,shell.exec" {
 		t.Fatalf("at start: %s", got)
 	}
