@@ -17,10 +17,10 @@ func openAudit(cfg *config.Config, log *slog.Logger) (*audit.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := audit.Open(path, audit.Options{})
+	l, err := audit.Open(path, audit.Options{MaxBytes: cfg.Audit.MaxBytes, MaxFiles: cfg.Audit.MaxFiles})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("audit log", "path", path)
+	log.Info("audit log", "path", path, "max_bytes", cfg.Audit.MaxBytes, "max_files", cfg.Audit.MaxFiles)
 	return l, nil
 }

@@ -1,7 +1,8 @@
 // Package audit keeps a tamper-evident log of tool calls: one JSON object
 // per line (JSON Lines), each record carrying the hash of the record before
 // it, so that editing, deleting, inserting or reordering records breaks a
-// chain that Verify (and "troupe audit verify FILE") checks.
+// chain that VerifyLog (and "troupe audit verify FILE") checks, across
+// the files of a rotated log.
 //
 // # Writing
 //
@@ -17,7 +18,8 @@
 // flock(2) on the file, reads the last record's hash from the end of the
 // file (a few KiB, never the whole file), writes its line with O_APPEND in
 // one write(2), fsyncs, and unlocks. Within a process a mutex serialises
-// Appends, so a Log is safe for concurrent use.
+// Appends, so a Log is safe for concurrent use. Options.MaxBytes rotates
+// the file by size (see Rotation).
 //
 // # Record hash and chain
 //
@@ -38,9 +40,10 @@
 // longer ends in the hash), a key moved or re-spaced, an escape rewritten,
 // all make the line fail. A later troupe that adds fields to Record writes
 // logs an older Verify still accepts, since it never needs to know the
-// fields to check the hash. Prev is the previous line's Hash, "" for the
-// first line of a file, so a deleted, inserted or reordered line breaks
-// the chain at the first line that no longer follows its predecessor.
+// fields to check the hash. Prev is the previous line's Hash (the last
+// line of the file rotated before, on a file's first line; "" for the
+// log's very first), so a deleted, inserted or reordered line breaks the
+// chain at the first line that no longer follows its predecessor.
 //
 // # Torn lines
 //
@@ -71,10 +74,30 @@
 //
 // # Rotation
 //
-// To rotate, rename the file. Each Log notices at its next Append that the
-// path names another file (or none) and continues in the new file, which
-// starts a new chain (Prev ""). Anchor the old file's last hash if its
-// end matters.
+// With Options.MaxBytes set, an append that would take the file past that
+// size first renames it to PATH.1, after moving each older PATH.n to
+// PATH.n+1 and deleting those past Options.MaxFiles (logrotate's naming:
+// PATH.1 is the newest rotated file, the highest number the oldest). It
+// then writes into a new PATH, whose first record links (Prev) to the
+// last record of PATH.1, so the chain runs on across files. Whoever finds
+// PATH without a complete record (a new file, or one renamed or deleted
+// by hand) chains to PATH.1's last record the same way; only a log with
+// no PATH.1 starts a chain with Prev "".
+//
+// Rotation happens under the file's lock, and an appender checks, once it
+// holds the lock, that the path still names the file it has open (or it
+// reopens the path and locks that): so another Log, in this process or
+// another, that waited for the lock continues in the new file, no record
+// lands in a file once it is rotated, and the chain stays one line. The
+// size the check needs comes from that same fstat, so rotation costs an
+// append nothing until it is due.
+//
+// VerifyLog (and "troupe audit verify") checks the chain across PATH's
+// files in order (Files), and names the file and line where it breaks.
+// Once MaxFiles has deleted the oldest files, the oldest kept one begins
+// with a link to a record that is gone: VerifyLog checks the chain from
+// there and reports that hash (LogReport.Start); anchor it, or the last
+// hash, elsewhere if the deleted part matters.
 package audit
 
 import (
@@ -137,8 +160,9 @@ type Record struct {
 	// CorrelationID ties the record to the call's log lines and error
 	// results.
 	CorrelationID string `json:"correlation_id"`
-	// Prev is the previous record's Hash, "" for a file's first record.
-	// Append sets it.
+	// Prev is the previous record's Hash: on a file's first record, the
+	// last of the file rotated before it, "" when there is none. Append
+	// sets it.
 	Prev string `json:"prev"`
 	// Hash is the hex SHA-256 of this record's canonical form (the line
 	// with Hash empty; see the package documentation). Append sets it.
@@ -183,6 +207,13 @@ type Options struct {
 	// longer. There is one record per tool call, which itself takes far
 	// longer, so leave it on unless the disk is very slow.
 	NoSync bool
+	// MaxBytes rotates the file before an append would take it past this
+	// size (see the package documentation); 0 never rotates. A batch
+	// larger than MaxBytes is written whole into a fresh file.
+	MaxBytes int64
+	// MaxFiles is how many rotated files (PATH.1 … PATH.MaxFiles) a
+	// rotation keeps; older ones are deleted. Less than 1 counts as 1.
+	MaxFiles int
 }
 
 // Log appends records to one audit file. It is safe for concurrent use by
@@ -206,15 +237,16 @@ func Open(path string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{path: path, opts: opts, f: f}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("audit %s: lock: %w", path, err)
-	}
-	_, _, err = lastHash(f)
-	unlockFile(f)
+	size, err := l.lock()
 	if err != nil {
-		f.Close()
+		l.f.Close()
 		return nil, fmt.Errorf("audit %s: %w", path, err)
+	}
+	_, _, err = l.tail(size)
+	unlockFile(l.f)
+	if err != nil {
+		l.f.Close()
+		return nil, err
 	}
 	return l, nil
 }
@@ -265,8 +297,9 @@ func (l *Log) AppendAll(rs []Record) error {
 	return err
 }
 
-// append chains rs after the file's last record and writes them in one
-// write, returning the bytes written.
+// append chains rs after the log's last record and writes them in one
+// write, returning the bytes written. When the lines would take the file
+// past MaxBytes it rotates first, and writes them into the new file.
 func (l *Log) append(rs []Record) ([]byte, error) {
 	for _, r := range rs {
 		if r.Event == "" {
@@ -278,14 +311,44 @@ func (l *Log) append(rs []Record) ([]byte, error) {
 	if l.f == nil {
 		return nil, fmt.Errorf("audit %s: %w", l.path, os.ErrClosed)
 	}
-	if err := l.lock(); err != nil {
-		return nil, fmt.Errorf("audit %s: %w", l.path, err)
+	for rotations := 0; ; rotations++ {
+		size, err := l.lock()
+		if err != nil {
+			return nil, fmt.Errorf("audit %s: %w", l.path, err)
+		}
+		out, err := l.encode(rs, size)
+		if err != nil {
+			unlockFile(l.f)
+			return nil, err
+		}
+		// size > 0: a batch larger than MaxBytes goes whole into a fresh
+		// file rather than rotating forever. The new file may have been
+		// filled by other appenders before this one got its lock, so it
+		// may rotate again; the bound is only a guard.
+		if l.opts.MaxBytes > 0 && size > 0 && size+int64(len(out)) > l.opts.MaxBytes && rotations < 8 {
+			err := l.rotate()
+			unlockFile(l.f)
+			if err != nil {
+				return nil, fmt.Errorf("audit %s: rotate: %w", l.path, err)
+			}
+			continue // lock follows the path to the new file
+		}
+		err = l.write(out)
+		unlockFile(l.f)
+		if err != nil {
+			return nil, fmt.Errorf("audit %s: %w", l.path, err)
+		}
+		return out, nil
 	}
-	defer unlockFile(l.f)
+}
 
-	prev, torn, err := lastHash(l.f)
+// encode returns rs's lines chained after the log's last record, with a
+// newline first when the file ends in a torn line; under the lock, size
+// being the file's.
+func (l *Log) encode(rs []Record, size int64) ([]byte, error) {
+	prev, torn, err := l.tail(size)
 	if err != nil {
-		return nil, fmt.Errorf("audit %s: %w", l.path, err)
+		return nil, err
 	}
 	out := make([]byte, 0, len(rs)*512) // a call's record is about 400 bytes
 	if torn {
@@ -303,40 +366,66 @@ func (l *Log) append(rs []Record) ([]byte, error) {
 		}
 		prevHash = out[len(out)-hashLen-3 : len(out)-3 : len(out)-3] // appends never write over it
 	}
-	// One write: with O_APPEND the lines land whole at the end, after
-	// anything another process appended before we took the lock.
-	if _, err := l.f.Write(out); err != nil {
-		return nil, fmt.Errorf("audit %s: %w", l.path, err)
-	}
-	if !l.opts.NoSync {
-		if err := l.f.Sync(); err != nil {
-			return nil, fmt.Errorf("audit %s: %w", l.path, err)
-		}
-	}
 	return out, nil
 }
 
+// write writes out at the file's end and syncs it; under the lock.
+func (l *Log) write(out []byte) error {
+	// One write: with O_APPEND the lines land whole at the end, after
+	// anything another process appended before we took the lock.
+	if _, err := l.f.Write(out); err != nil {
+		return err
+	}
+	if !l.opts.NoSync {
+		return l.f.Sync()
+	}
+	return nil
+}
+
+// tail returns the hash the next record links to and whether the file
+// ends in a torn line; under the lock, size being the file's. A file
+// without a complete record continues the chain of the file rotated
+// before it (PATH.1), when there is one.
+func (l *Log) tail(size int64) (prev string, torn bool, err error) {
+	prev, torn, err = lastHash(l.f, size)
+	if err != nil {
+		return "", false, fmt.Errorf("audit %s: %w", l.path, err)
+	}
+	if prev != "" {
+		return prev, torn, nil
+	}
+	prev, err = lastHashOf(rotatedName(l.path, 1))
+	return prev, torn, err
+}
+
 // lock takes the file lock, first following the path to a new file if the
-// old one was renamed or deleted (rotation).
-func (l *Log) lock() error {
-	for range 3 {
+// old one was renamed or deleted (rotation, here or in another process),
+// and returns the size of the file it locked. The fstat that tells whether
+// the file is still the path's also gives the size, so rotation by size
+// costs an append no extra system call.
+func (l *Log) lock() (int64, error) {
+	// Each retry means another appender rotated (or someone replaced the
+	// file) meanwhile: progress elsewhere, which only a log rotated every
+	// few records sees more than once. The bound is for a path that
+	// cannot be held at all.
+	for range 100 {
 		if err := lockFile(l.f); err != nil {
-			return fmt.Errorf("lock: %w", err)
+			return 0, fmt.Errorf("lock: %w", err)
 		}
 		have, err1 := l.f.Stat()
 		now, err2 := os.Stat(l.path)
 		if err1 == nil && err2 == nil && os.SameFile(have, now) {
-			return nil
+			return have.Size(), nil
 		}
 		unlockFile(l.f)
 		f, err := openFile(l.path)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		l.f.Close()
 		l.f = f
 	}
-	return errors.New("the file keeps being replaced")
+	return 0, errors.New("the file keeps being replaced")
 }
 
 // Close closes the file. Appends after Close fail.
@@ -402,13 +491,9 @@ const tailWindow = 4 << 10
 // lastHash returns the Hash of the file's last complete record ("" if it
 // has none) and whether the file ends inside a line, so that the next
 // record must begin with a newline. Torn lines at the end are skipped.
-// It reads the file's end only; the caller holds the lock.
-func lastHash(f *os.File) (prev string, torn bool, err error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return "", false, err
-	}
-	size := fi.Size()
+// It reads the file's end only, size being the file's; the caller holds
+// the lock.
+func lastHash(f *os.File, size int64) (prev string, torn bool, err error) {
 	for window := int64(tailWindow); ; window *= 4 {
 		n := min(window, size)
 		buf := make([]byte, n)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +16,9 @@ import (
 )
 
 // helperEnv makes the test binary an appender for
-// TestConcurrentProcesses: "path count" appends count records to path, as
-// soon as path+".go" exists (so that the processes start together).
+// TestConcurrentProcesses: "path count [max_bytes]" appends count records
+// to path (rotating at max_bytes), as soon as path+".go" exists (so that
+// the processes start together).
 const helperEnv = "AUDIT_TEST_APPENDER"
 
 func TestMain(m *testing.M) {
@@ -27,9 +29,11 @@ func TestMain(m *testing.M) {
 }
 
 func appender(spec string) int {
-	path, count, _ := strings.Cut(spec, " ")
+	path, rest, _ := strings.Cut(spec, " ")
+	count, maxBytes, _ := strings.Cut(rest, " ")
 	n, _ := strconv.Atoi(count)
-	l, err := Open(path, Options{NoSync: true})
+	mb, _ := strconv.ParseInt(maxBytes, 10, 64)
+	l, err := Open(path, Options{NoSync: true, MaxBytes: mb, MaxFiles: 1000})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -202,19 +206,7 @@ func TestConcurrentAppends(t *testing.T) {
 func TestConcurrentProcesses(t *testing.T) {
 	l, path := newLog(t)
 	const procs, each = 4, 100
-	var cmds []*exec.Cmd
-	for range procs {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", helperEnv, path, each))
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
-	}
-	if err := os.WriteFile(path+".go", nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cmds := startAppenders(t, path, procs, each, 0)
 	for i := range each { // and this process at the same time
 		if _, err := l.Append(call(i)); err != nil {
 			t.Fatal(err)
@@ -237,6 +229,34 @@ func TestConcurrentProcesses(t *testing.T) {
 		last = writer
 	}
 	t.Logf("%d records, the writer changed %d times", (procs+1)*each, switches)
+}
+
+// startAppenders starts procs processes that each append each records to
+// path (appender), and lets them start.
+func startAppenders(t *testing.T, path string, procs, each int, maxBytes int64) []*exec.Cmd {
+	t.Helper()
+	var cmds []*exec.Cmd
+	t.Cleanup(func() {
+		for _, cmd := range cmds {
+			if cmd.ProcessState == nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+		}
+	})
+	for range procs {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d", helperEnv, path, each, maxBytes))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	if err := os.WriteFile(path+".go", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cmds
 }
 
 // lines reads the log as lines, each with its newline but the last.
@@ -449,25 +469,314 @@ func TestLongTail(t *testing.T) {
 	}
 }
 
-func TestRotation(t *testing.T) {
+// TestRenamedFileContinues: a file renamed to PATH.1 by hand (as
+// rotation does), or deleted, is followed; the new file's first record
+// links to PATH.1's last.
+func TestRenamedFileContinues(t *testing.T) {
 	l, path := newLog(t)
-	if _, err := l.Append(call(0)); err != nil {
+	r0, err := l.Append(call(0))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := l.Append(call(1))
-	if err != nil || r.Prev != "" {
-		t.Fatalf("after rotation: %+v, %v; want a new chain", r, err)
+	r1, err := l.Append(call(1))
+	if err != nil || r1.Prev != r0.Hash {
+		t.Fatalf("after the rename: prev %q, %v; want %q", r1.Prev, err, r0.Hash)
 	}
-	mustVerify(t, path, 1)
-	mustVerify(t, path+".1", 1)
+	mustVerifyLog(t, path, 2, "")
 	os.Remove(path)
-	if _, err := l.Append(call(2)); err != nil {
+	if r2, err := l.Append(call(2)); err != nil || r2.Prev != r0.Hash {
+		t.Fatalf("after the delete: prev %q, %v; want %q", r2.Prev, err, r0.Hash)
+	}
+	mustVerifyLog(t, path, 2, "")
+}
+
+func mustVerifyLog(t *testing.T, path string, want int, start string) LogReport {
+	t.Helper()
+	rep, err := VerifyLog(path)
+	if err != nil || rep.Records != want || rep.Start != start {
+		t.Fatalf("VerifyLog = %+v, %v; want %d records from %q", rep, err, want, start)
+	}
+	return rep
+}
+
+// recordSize is the length of call(i)'s line for small i.
+func recordSize(t *testing.T) int64 {
+	r := call(1)
+	line, err := appendLine(nil, &r, []byte(strings.Repeat("0", 64)))
+	if err != nil {
 		t.Fatal(err)
 	}
-	mustVerify(t, path, 1)
+	return int64(len(line))
+}
+
+// TestRotationBySize: the file is rotated before an append would take it
+// past MaxBytes; each file's first record links to the last of the file
+// before; MaxFiles rotated files are kept and older ones deleted, and
+// VerifyLog then starts from the oldest kept file's link.
+func TestRotationBySize(t *testing.T) {
+	size := recordSize(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	maxBytes := 4*size + size/2 // 4 records a file
+	l, err := Open(path, Options{NoSync: true, MaxBytes: maxBytes, MaxFiles: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var recs []Record
+	for i := range 9 {
+		r, err := l.Append(call(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	// 9 records: .2 holds 0-3, .1 holds 4-7, the log 8.
+	files, err := Files(path)
+	if want := []string{path + ".2", path + ".1", path}; err != nil || !slices.Equal(files, want) {
+		t.Fatalf("Files = %q, %v; want %q", files, err, want)
+	}
+	for i, name := range files {
+		ls := lines(t, name)
+		if fi, _ := os.Stat(name); fi.Size() > maxBytes {
+			t.Errorf("%s: %d bytes, more than %d", name, fi.Size(), maxBytes)
+		}
+		if first := recs[4*i]; !strings.Contains(ls[0], first.Hash) {
+			t.Errorf("%s starts with %s, want record %d", name, ls[0], 4*i)
+		}
+	}
+	if recs[4].Prev != recs[3].Hash || recs[8].Prev != recs[7].Hash {
+		t.Fatal("a new file's first record does not link to the old file's last")
+	}
+	rep := mustVerifyLog(t, path, 9, "")
+	if len(rep.Files) != 3 {
+		t.Fatalf("VerifyLog checked %q", rep.Files)
+	}
+	// The old Verify sees one file: the log's first record continues .1.
+	if _, err := verifyFile(t, path); err == nil || !strings.Contains(err.Error(), "line 1: prev mismatch") {
+		t.Fatalf("Verify of the log alone: %v", err)
+	}
+
+	// Three more rotations: .3 is the oldest kept, the two before it are
+	// gone, and the chain is checked from the link of its first record.
+	for i := 9; i < 21; i++ {
+		r, err := l.Append(call(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	files, _ = Files(path)
+	if want := []string{path + ".3", path + ".2", path + ".1", path}; !slices.Equal(files, want) {
+		t.Fatalf("Files = %q; want %q", files, want)
+	}
+	// .3 holds 8-11 (the log's records 8..11 before three rotations).
+	mustVerifyLog(t, path, 13, recs[7].Hash)
+}
+
+// TestRotationNever: MaxBytes 0 keeps one file however long.
+func TestRotationNever(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(path, Options{NoSync: true, MaxFiles: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 50 {
+		if _, err := l.Append(call(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files, _ := Files(path); len(files) != 1 {
+		t.Fatalf("Files = %q", files)
+	}
+	mustVerify(t, path, 50)
+}
+
+// TestRotationBigBatch: a batch larger than MaxBytes is written whole into
+// a fresh file, and the next append rotates again.
+func TestRotationBigBatch(t *testing.T) {
+	size := recordSize(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(path, Options{NoSync: true, MaxBytes: 2 * size, MaxFiles: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(call(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AppendAll([]Record{call(1), call(2), call(3), call(4)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(call(5)); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := Files(path)
+	if len(files) != 3 || len(lines(t, files[1])) != 4 {
+		t.Fatalf("Files = %q; want the batch alone in the middle one", files)
+	}
+	mustVerifyLog(t, path, 6, "")
+}
+
+// TestVerifyLogFindsBreaks: VerifyLog names the file and line where the
+// chain across rotated files breaks.
+func TestVerifyLogFindsBreaks(t *testing.T) {
+	size := recordSize(t)
+	dir := t.TempDir()
+	write := func(name string) string {
+		path := filepath.Join(dir, name, "audit.jsonl")
+		l, err := Open(path, Options{NoSync: true, MaxBytes: 3*size + size/2, MaxFiles: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		for i := range 12 { // four files of three
+			if _, err := l.Append(call(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return path
+	}
+	for _, c := range []struct {
+		name    string
+		damage  func(path string)
+		file    string
+		line    int
+		reason  string
+		records int
+	}{
+		{"middle file deleted", func(path string) { os.Remove(path + ".2") }, ".1", 1,
+			"prev mismatch: the first record does not follow the last record of " + filepath.Join(dir, "middle_file_deleted", "audit.jsonl.3"), 3},
+		{"record edited", func(path string) {
+			ls := lines(t, path+".2")
+			ls[1] = strings.Replace(ls[1], `"tool":"t4"`, `"tool":"tX"`, 1)
+			os.WriteFile(path+".2", []byte(strings.Join(ls, "")), 0o600)
+		}, ".2", 2, "hash mismatch", 4},
+		{"last record of a file deleted", func(path string) {
+			ls := lines(t, path+".1")
+			os.WriteFile(path+".1", []byte(strings.Join(ls[:2], "")), 0o600)
+		}, "", 1, "prev mismatch: the first record does not follow the last record of", 8},
+		{"files swapped", func(path string) {
+			os.Rename(path+".1", path+".x")
+			os.Rename(path+".2", path+".1")
+			os.Rename(path+".x", path+".2")
+		}, ".2", 1, "prev mismatch", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := write(strings.ReplaceAll(c.name, " ", "_"))
+			mustVerifyLog(t, path, 12, "")
+			c.damage(path)
+			rep, err := VerifyLog(path)
+			var ve *VerifyError
+			if !errors.As(err, &ve) || ve.File != path+c.file || ve.Line != c.line || !strings.Contains(ve.Reason, c.reason) {
+				t.Fatalf("VerifyLog = %+v, %v; want %s line %d: %s", rep, err, path+c.file, c.line, c.reason)
+			}
+			if rep.Records != c.records {
+				t.Fatalf("VerifyLog counted %d records, want %d", rep.Records, c.records)
+			}
+			if !strings.HasPrefix(err.Error(), path+c.file+": line ") {
+				t.Fatalf("the error does not name the file: %v", err)
+			}
+		})
+	}
+	if _, err := VerifyLog(filepath.Join(dir, "none", "audit.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("VerifyLog of no file: %v", err)
+	}
+}
+
+// TestFiles: only PATH.n with a plain decimal n counts, oldest first; the
+// log itself may be missing (a crash right after a rotation's rename).
+func TestFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	for _, name := range []string{"audit.jsonl.2", "audit.jsonl.10", "audit.jsonl.1", "audit.jsonl.01", "audit.jsonl.x",
+		"audit.jsonl.1.bak", "audit.jsonl.-1", "audit.jsonl.", "other.jsonl.3"} {
+		os.WriteFile(filepath.Join(dir, name), nil, 0o600)
+	}
+	files, err := Files(path)
+	if want := []string{path + ".10", path + ".2", path + ".1"}; err != nil || !slices.Equal(files, want) {
+		t.Fatalf("Files = %q, %v; want %q", files, err, want)
+	}
+	os.WriteFile(path, nil, 0o600)
+	if files, _ := Files(path); len(files) != 4 || files[3] != path {
+		t.Fatalf("Files = %q", files)
+	}
+}
+
+// TestRotationConcurrentLogs: two Logs on one file stand for two processes
+// (each its own open file, so the flock, not the mutex, keeps them apart);
+// rotation happens under the lock and the other Log follows the path, so
+// no record lands in a rotated file and the chain runs through every
+// record in order.
+func TestRotationConcurrentLogs(t *testing.T) {
+	size := recordSize(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	opts := Options{NoSync: true, MaxBytes: 5 * size, MaxFiles: 1000}
+	var logs []*Log
+	for range 2 {
+		l, err := Open(path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		logs = append(logs, l)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				var err error
+				if i%5 == 0 {
+					err = logs[g%2].AppendAll([]Record{call(i), call(i + 100)})
+				} else {
+					_, err = logs[g%2].Append(call(i))
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rep := mustVerifyLog(t, path, 8*30, "")
+	if len(rep.Files) < 40 {
+		t.Fatalf("only %d files: the test rotated too little to prove anything", len(rep.Files))
+	}
+	for _, name := range rep.Files {
+		if fi, _ := os.Stat(name); fi.Size() > opts.MaxBytes {
+			t.Errorf("%s: %d bytes, more than %d", name, fi.Size(), opts.MaxBytes)
+		}
+	}
+}
+
+// TestRotationConcurrentProcesses: the same with real processes.
+func TestRotationConcurrentProcesses(t *testing.T) {
+	size := recordSize(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	opts := Options{NoSync: true, MaxBytes: 8 * size, MaxFiles: 1000}
+	l, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const procs, each = 3, 100
+	cmds := startAppenders(t, path, procs, each, opts.MaxBytes)
+	for i := range each {
+		if _, err := l.Append(call(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("appender: %v", err)
+		}
+	}
+	rep := mustVerifyLog(t, path, (procs+1)*each, "")
+	t.Logf("%d records in %d files", rep.Records, len(rep.Files))
 }
 
 func TestDefaultPath(t *testing.T) {

@@ -55,3 +55,37 @@ func Example() {
 	// 2 records, error: <nil>
 	// 0 records, then line 1: hash mismatch: the record was changed after it was written
 }
+
+// A log rotated by size: each file's first record links to the last
+// record of the file before, and VerifyLog checks the chain across them.
+func ExampleVerifyLog() {
+	dir, _ := os.MkdirTemp("", "audit-example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "audit.jsonl")
+
+	// Tiny files for the example: a record is about 400 bytes, so each
+	// file holds two. troupe's default is 64 MiB and 10 rotated files.
+	l, err := audit.Open(path, audit.Options{MaxBytes: 1000, MaxFiles: 10})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := range 5 {
+		if _, err := l.Append(audit.Record{Event: audit.EventCall, Tool: fmt.Sprint("tool", i), Outcome: "ok"}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	l.Close()
+
+	rep, err := audit.VerifyLog(path)
+	for _, f := range rep.Files {
+		fmt.Println(filepath.Base(f))
+	}
+	fmt.Println(rep.Records, "records, error:", err)
+	// Output:
+	// audit.jsonl.2
+	// audit.jsonl.1
+	// audit.jsonl
+	// 5 records, error: <nil>
+}

@@ -225,6 +225,11 @@ type Audit struct {
 	Enabled bool `koanf:"enabled"`
 	// Path is the JSON-lines file; "" means the user's state directory.
 	Path string `koanf:"path"`
+	// MaxBytes rotates the file (to PATH.1, …) before an append would take
+	// it past this size; 0 never rotates.
+	MaxBytes int64 `koanf:"max_bytes"`
+	// MaxFiles is how many rotated files are kept; older ones are deleted.
+	MaxFiles int `koanf:"max_files"`
 }
 
 // Output is the [output] table: what calls keep of programs' output.

@@ -34,7 +34,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Limits.MaxLineBytes != 4<<20 || c.Limits.CallTimeout != 120*time.Second || c.Server.Name != "troupe" ||
-		!c.Features.EnableMcpServerSurface || !slices.Equal(c.Tools.Allow, []string{"*"}) || c.File != "" {
+		!c.Features.EnableMcpServerSurface || !slices.Equal(c.Tools.Allow, []string{"*"}) || c.File != "" ||
+		c.Audit.MaxBytes != 64<<20 || c.Audit.MaxFiles != 10 {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 }
@@ -128,6 +129,10 @@ func TestInvalidConfigIsRefusedWithSourceAndKey(t *testing.T) {
 		{"malformed -c", "", nil, []string{"no-equals-sign"}, []string{"key=value"}},
 		{"log format", "", nil, []string{"logging.format=xml"}, []string{"logging.format"}},
 		{"session spool cap", "", nil, []string{"output.max_session_spool_bytes=-1"}, []string{"-c", "output.max_session_spool_bytes"}},
+		{"audit rotation size", "[audit]\nmax_bytes = 1000\n", nil, nil, []string{"config file", "audit.max_bytes", "65536"}},
+		{"audit rotation size negative", "", nil, []string{"audit.max_bytes=-1"}, []string{"-c", "audit.max_bytes"}},
+		{"audit rotated files", "", []string{"TROUPE_AUDIT__MAX_FILES=0"}, nil, []string{"environment", "audit.max_files", "between 1 and 1000"}},
+		{"audit rotated files many", "[audit]\nmax_files = 5000\n", nil, nil, []string{"audit.max_files"}},
 		{"server spool cap", "[output]\nmax_total_spool_bytes = -1\n", nil, nil, []string{"config file", "output.max_total_spool_bytes"}},
 		{"http path", "[http]\npath = \"mcp\"\n", nil, nil, []string{"config file", "http.path"}},
 		{"origin", "[http]\nallowed_origins = [\"evil\"]\n", nil, nil, []string{"http.allowed_origins"}},

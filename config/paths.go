@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -306,7 +307,9 @@ func realPath(path string) (real string, links []string, err error) {
 // OwnPaths are the files of troupe's own that runs must not read although
 // they may read the rest of the filesystem (sandbox.Options.Hidden): the
 // config file, the audit log (other sessions' calls, arguments included)
-// and the spool directory when one is configured (the default lies in the
+// with the rotated files it will have (PATH.1 … PATH.max_files, hidden by
+// each run when they exist) and those an earlier max_files left, and the
+// spool directory when one is configured (the default lies in the
 // sandbox's temp root, which is hidden anyway).
 func (c *Config) OwnPaths() []string {
 	var paths []string
@@ -316,6 +319,20 @@ func (c *Config) OwnPaths() []string {
 	if c.Audit.Enabled {
 		if path, err := c.AuditFile(); err == nil {
 			paths = append(paths, path)
+			seen := map[string]bool{path: true}
+			if c.Audit.MaxBytes > 0 {
+				for n := 1; n <= c.Audit.MaxFiles; n++ {
+					name := path + "." + strconv.Itoa(n)
+					paths, seen[name] = append(paths, name), true
+				}
+			}
+			if files, err := audit.Files(path); err == nil {
+				for _, f := range files {
+					if !seen[f] {
+						paths = append(paths, f)
+					}
+				}
+			}
 		}
 	}
 	if c.Output.SpoolDir != "" {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -358,5 +359,23 @@ func TestWatcherDoesNotApplyRunWritableConfig(t *testing.T) {
 			t.Fatal("the reload was neither applied nor refused")
 		}
 		w.Reload() // SIGHUP
+	}
+}
+
+// TestOwnPathsHideRotatedAuditFiles: runs must not read the rotated audit
+// files either: those rotation will make (PATH.1 … PATH.max_files) and
+// those an earlier, larger max_files left.
+func TestOwnPathsHideRotatedAuditFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	os.WriteFile(filepath.Join(dir, "audit.jsonl.7"), nil, 0o600)
+	cfg := &Config{Audit: Audit{Enabled: true, Path: path, MaxBytes: 1 << 20, MaxFiles: 3}}
+	want := []string{path, path + ".1", path + ".2", path + ".3", path + ".7"}
+	if got := cfg.OwnPaths(); !slices.Equal(got, want) {
+		t.Fatalf("OwnPaths = %q, want %q", got, want)
+	}
+	cfg.Audit.MaxBytes = 0 // no rotation: only what is there
+	if got := cfg.OwnPaths(); !slices.Equal(got, []string{path, path + ".7"}) {
+		t.Fatalf("OwnPaths without rotation = %q", got)
 	}
 }

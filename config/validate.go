@@ -153,6 +153,14 @@ func (c *Config) validateObserve() error {
 // a state, so this keeps that memory in tens of megabytes.
 const maxStatesPerCaller = 16384
 
+// minAuditMaxBytes is audit.max_bytes's least non-zero value: a record's
+// largest line (64 KiB), so that a file holds at least one.
+const minAuditMaxBytes = 64 << 10
+
+// maxAuditFiles bounds audit.max_files: sandboxed runs are kept from
+// reading each rotated file (OwnPaths), one path each.
+const maxAuditFiles = 1000
+
 // validateExecution checks [sandbox], [approvals], [audit], [output] and
 // [shell].
 func (c *Config) validateExecution() error {
@@ -180,6 +188,10 @@ func (c *Config) validateExecution() error {
 	case c.Approvals.MaxStatesPerCaller < 1 || c.Approvals.MaxStatesPerCaller > maxStatesPerCaller:
 		return errKey(p("approvals", "max_states_per_caller"), "approvals.max_states_per_caller must be between 1 and %d, got %d",
 			maxStatesPerCaller, c.Approvals.MaxStatesPerCaller)
+	case c.Audit.MaxBytes != 0 && c.Audit.MaxBytes < minAuditMaxBytes:
+		return errKey(p("audit", "max_bytes"), "audit.max_bytes must be 0 (never rotate) or at least %d, got %d", minAuditMaxBytes, c.Audit.MaxBytes)
+	case c.Audit.MaxFiles < 1 || c.Audit.MaxFiles > maxAuditFiles:
+		return errKey(p("audit", "max_files"), "audit.max_files must be between 1 and %d, got %d", maxAuditFiles, c.Audit.MaxFiles)
 	case c.Output.InlineBytes < 1024:
 		return errKey(p("output", "inline_bytes"), "output.inline_bytes must be at least 1024, got %d", c.Output.InlineBytes)
 	case c.Output.MaxSpoolBytes < 0:

@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"troupe/audit"
 )
 
 // auditCommand is "troupe audit verify [FILE]": it checks the log troupe
 // writes with this configuration (audit.path, from --config, -c or
-// TROUPE_AUDIT__PATH) unless FILE names another. It is not serve, so it
-// may print its verdict on stdout.
+// TROUPE_AUDIT__PATH) unless FILE names another, with its rotated files
+// (FILE.n … FILE.1, then FILE: one chain). It is not serve, so it may
+// print its verdict on stdout.
 func auditCommand(args []string, stdout, stderr *os.File) int {
 	help := auditVerifyHelp()
 	c := newCommonFlags(help, false)
@@ -49,22 +52,39 @@ func auditCommand(args []string, stdout, stderr *os.File) int {
 	default:
 		return usageError(stderr, help, "unexpected argument %q", c.fs.Arg(1))
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		fmt.Fprintln(stderr, "troupe: audit verify:", err)
-		return exitRuntime
-	}
-	defer f.Close()
-	n, err := audit.Verify(f)
+	rep, err := audit.VerifyLog(path)
 	var ve *audit.VerifyError
 	switch {
 	case errors.As(err, &ve):
-		fmt.Fprintf(stderr, "%s: line %d: %s\n", path, ve.Line, ve.Reason)
+		fmt.Fprintln(stderr, ve.Error())
+		if len(rep.Files) > 1 {
+			fmt.Fprintf(stderr, "troupe: audit verify: %d records before it intact, in %s\n", rep.Records, fileList(rep.Files))
+		}
 		return exitRuntime
 	case err != nil:
-		fmt.Fprintf(stderr, "troupe: audit verify: %s: %v\n", path, err)
+		fmt.Fprintln(stderr, "troupe: audit verify:", err)
 		return exitRuntime
 	}
-	fmt.Fprintf(stdout, "%s: %d records, chain intact\n", path, n)
+	if rep.Start != "" {
+		fmt.Fprintf(stderr, "troupe: note: %s begins with a record that links to %s, which is in none of the files checked: "+
+			"the files before it were deleted (audit.max_files keeps the newest; or by hand), or records were deleted from its start. "+
+			"The chain is checked from there; compare that hash with a copy kept elsewhere if the older records matter.\n",
+			rep.Files[0], rep.Start)
+	}
+	if len(rep.Files) == 1 {
+		fmt.Fprintf(stdout, "%s: %d records, chain intact\n", rep.Files[0], rep.Records)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s: %d records in %s, chain intact\n", path, rep.Records, fileList(rep.Files))
 	return exitOK
+}
+
+// fileList names a rotated log's files, oldest first, by their base names
+// (they share one directory).
+func fileList(files []string) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	return fmt.Sprintf("%d files (oldest first: %s)", len(files), strings.Join(names, ", "))
 }

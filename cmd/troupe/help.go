@@ -186,9 +186,12 @@ func auditVerifyHelp() cmdHelp {
 record follows the one before it. Without FILE it checks the log troupe
 writes with this configuration: audit.path (also TROUPE_AUDIT__PATH, -c,
 --config), else $XDG_STATE_HOME/troupe/audit.jsonl, else
-~/.local/state/troupe/audit.jsonl. Exits 0 when the chain is intact, 1 when
-it is not (naming the first bad line) or the file cannot be read, 2 on
-usage or configuration errors.`,
+~/.local/state/troupe/audit.jsonl. A rotated log (audit.max_bytes) is
+checked as one chain across its files, oldest first: FILE.N … FILE.1, FILE.
+When audit.max_files has deleted the oldest files, the chain is checked
+from the oldest kept file's first link, and a note says so. Exits 0 when
+the chain is intact, 1 when it is not (naming the file and the first bad
+line) or the file cannot be read, 2 on usage or configuration errors.`,
 		example: `troupe audit verify
 troupe audit verify --config ~/.config/troupe/config.toml
 troupe audit verify /var/log/troupe/audit.jsonl`}
