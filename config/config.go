@@ -106,7 +106,10 @@ type Metrics struct {
 // Tracing is the [tracing] table: OpenTelemetry traces, off by default.
 type Tracing struct {
 	// Endpoint is the OTLP/HTTP traces URL
-	// (http://127.0.0.1:4318/v1/traces); "" sends no traces.
+	// (http://127.0.0.1:4318/v1/traces), or the collector's base URL, to
+	// which /v1/traces is added; "" leaves it to the standard
+	// OTEL_EXPORTER_OTLP_*ENDPOINT variables (tracing.ResolveEndpoint),
+	// and with none sends no traces.
 	Endpoint string `koanf:"endpoint"`
 }
 
