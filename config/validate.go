@@ -336,11 +336,12 @@ func (a Approvals) validateStateKeys(ps *problems) {
 		}
 		return
 	}
-	current, err := approvalstate.ParseKey(a.StateKey)
-	if err != nil {
+	var seen []approvalstate.Key
+	if current, err := approvalstate.ParseKey(a.StateKey); err != nil {
 		ps.add(p("approvals", "state_key"), "approvals.state_key %v", err)
+	} else {
+		seen = append(seen, current)
 	}
-	seen := []approvalstate.Key{current}
 	for i, k := range a.PreviousStateKeys {
 		parsed, err := approvalstate.ParseKey(k)
 		if err != nil {
