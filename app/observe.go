@@ -47,9 +47,14 @@ type observing struct {
 
 // observed reports whether cfg gives anyone a view of what the Hub
 // records: the HTTP listener (which serves /metrics and /status), a
-// metrics.listen address, or a tracing collector.
+// metrics.listen address, or a tracing collector (tracing.endpoint, or
+// the standard OTEL_EXPORTER_OTLP_*ENDPOINT variables).
 func observed(cfg *config.Config) bool {
-	return cfg.HTTP.Listen != "" || cfg.Metrics.Listen != "" || cfg.Tracing.Endpoint != ""
+	if cfg.HTTP.Listen != "" || cfg.Metrics.Listen != "" {
+		return true
+	}
+	endpoint, _ := tracing.ResolveEndpoint(cfg.Tracing.Endpoint, nil)
+	return endpoint != ""
 }
 
 // newObserving makes the Hub and the tracer for cfg; nil when cfg gives

@@ -9,7 +9,8 @@
 // are not TOML, as plain strings (as Codex reads -c). Unknown keys, wrong
 // types and invalid values are errors (Error) naming the layer (with the
 // file's line), the dotted key, the value, the reason and the nearest known
-// key; every unknown key and wrong type is reported at once. "${NAME}" in
+// key; every problem of every layer (unknown keys, wrong types, unset
+// references, invalid values) is reported at once. "${NAME}" in
 // any string value is replaced by the environment variable NAME at load;
 // such values are secrets and are never printed.
 package config
@@ -105,7 +106,10 @@ type Metrics struct {
 // Tracing is the [tracing] table: OpenTelemetry traces, off by default.
 type Tracing struct {
 	// Endpoint is the OTLP/HTTP traces URL
-	// (http://127.0.0.1:4318/v1/traces); "" sends no traces.
+	// (http://127.0.0.1:4318/v1/traces), or the collector's base URL, to
+	// which /v1/traces is added; "" leaves it to the standard
+	// OTEL_EXPORTER_OTLP_*ENDPOINT variables (tracing.ResolveEndpoint),
+	// and with none sends no traces.
 	Endpoint string `koanf:"endpoint"`
 }
 
@@ -362,10 +366,14 @@ type source struct {
 	vars map[string]string
 }
 
-// Load reads the configuration.
+// Load reads the configuration. A configuration troupe refuses returns
+// Errors with every problem of every layer at once: syntax, unknown keys,
+// wrong types, unset ${NAME} references and invalid values, so a user
+// fixes them in one pass rather than one per run.
 func Load(o Options) (*Config, error) {
 	env := envMap(o.Environ)
 	var sources []source
+	var errs Errors
 	var def map[string]any
 	if err := gotoml.Unmarshal(defaults, &def); err != nil {
 		return nil, fmt.Errorf("embedded defaults: %w", err)
@@ -375,34 +383,38 @@ func Load(o Options) (*Config, error) {
 		return nil, err
 	}
 	if file != "" {
-		s, err := readFile(file)
-		if err != nil {
-			return nil, err
+		// A file that does not parse is left out; the other layers are
+		// still checked.
+		if s, err := readFile(file); err != nil {
+			errs = append(errs, asErrors(err)...)
+		} else {
+			sources = append(sources, *s)
 		}
-		sources = append(sources, *s)
 	}
-	if s, err := envSource(env); err != nil {
-		return nil, err
-	} else if s != nil {
+	s, envErrs := envSource(env)
+	errs = append(errs, envErrs...)
+	if s != nil {
 		sources = append(sources, *s)
 	}
 	for _, ov := range o.Overrides {
 		data, err := parseOverride(ov)
 		if err != nil {
-			return nil, &Error{Layer: "-c " + ov, Problem: err.Error()}
+			errs = append(errs, &Error{Layer: "-c " + ov, Problem: err.Error()})
+			continue
 		}
 		sources = append(sources, source{name: "-c " + ov, data: data})
 	}
 
 	// Each layer alone must use known keys with the right types, so an
-	// error names the layer that has it; every such problem is reported.
-	if err := checkSources(sources); err != nil {
-		return nil, err
-	}
-	for _, s := range sources {
+	// error names the layer that has it. The keys at fault are left out of
+	// the merge, so the values around them are still validated.
+	found, dropped := checkSources(sources)
+	errs = append(errs, found...)
+	for i := range sources {
 		var probe Config
-		if err := decode(s.data, &probe); err != nil {
-			return nil, &Error{Layer: s.name, Problem: err.Error()}
+		if err := decode(sources[i].data, &probe); err != nil {
+			errs = append(errs, &Error{Layer: sources[i].name, Problem: err.Error()})
+			sources[i].data = nil
 		}
 	}
 	k := koanf.New(delim)
@@ -417,15 +429,35 @@ func Load(o Options) (*Config, error) {
 	raw := k.Raw()
 	c := &Config{File: file, raw: raw}
 	if err := decode(raw, c); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, append(errs, &Error{Layer: "config", Problem: err.Error()})
 	}
-	if err := c.resolveSecrets(env); err != nil {
-		return nil, locateKeyError(sources, err)
+	for _, err := range append(c.resolveSecrets(env), c.validate()...) {
+		var ke *keyError
+		if errors.As(err, &ke) {
+			set := slices.ContainsFunc(sources, func(s source) bool { _, ok := lookup(s.data, ke.key); return ok })
+			if slices.ContainsFunc(dropped, func(d droppedKey) bool { return d.repeats(ke.key, set) }) {
+				continue
+			}
+		}
+		errs = append(errs, locateKeyError(sources, err))
 	}
-	if err := c.validate(); err != nil {
-		return nil, locateKeyError(sources, err)
+	if len(errs) > 0 {
+		return nil, errs.ordered()
 	}
 	return c, nil
+}
+
+// asErrors turns an error from reading a layer into its problems.
+func asErrors(err error) Errors {
+	var es Errors
+	if errors.As(err, &es) {
+		return es
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return Errors{e}
+	}
+	return Errors{{Layer: "config", Problem: err.Error()}}
 }
 
 func envMap(environ []string) map[string]string {
@@ -468,11 +500,13 @@ func findFile(flag string, env map[string]string) (string, error) {
 
 // envSource reads TROUPE_<TABLE>__<KEY>=value variables. Variables without
 // a double underscore (TROUPE_CONFIG, or a token such as TROUPE_TOKEN) are
-// not overrides.
-func envSource(env map[string]string) (*source, error) {
+// not overrides. A malformed name is a problem, and the others are still
+// read.
+func envSource(env map[string]string) (*source, Errors) {
 	names := slices.Sorted(maps.Keys(env))
 	data := map[string]any{}
 	vars := map[string]string{}
+	var errs Errors
 	for _, name := range names {
 		rest, ok := strings.CutPrefix(name, EnvPrefix)
 		if !ok || !strings.Contains(rest, "__") {
@@ -480,16 +514,17 @@ func envSource(env map[string]string) (*source, error) {
 		}
 		parts := strings.Split(strings.ToLower(rest), "__")
 		if slices.Contains(parts, "") {
-			return nil, &Error{Layer: "environment " + name,
-				Problem: "empty key part: levels are separated by exactly two underscores, as in " + EnvPrefix + "LIMITS__CALL_TIMEOUT"}
+			errs = append(errs, &Error{Layer: "environment " + name,
+				Problem: "empty key part: levels are separated by exactly two underscores, as in " + EnvPrefix + "LIMITS__CALL_TIMEOUT"})
+			continue
 		}
 		setPath(data, parts, parseValue(env[name]))
 		vars[strings.Join(parts, delim)] = name
 	}
 	if len(data) == 0 {
-		return nil, nil
+		return nil, errs
 	}
-	return &source{name: "environment (" + EnvPrefix + "…__…)", data: data, vars: vars}, nil
+	return &source{name: "environment (" + EnvPrefix + "…__…)", data: data, vars: vars}, errs
 }
 
 // parseOverride reads "key=value" as the TOML line "key = value", so keys
@@ -586,19 +621,17 @@ func exactInt(from, to reflect.Type, data any) (any, error) {
 // secretRef matches a ${NAME} reference.
 var secretRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// resolveSecrets replaces ${NAME} references in every string value. A
+// resolveSecrets replaces ${NAME} references in every string value. Each
 // reference to a variable that is not set is an error naming key and
 // variable (never a value).
-func (c *Config) resolveSecrets(env map[string]string) error {
-	var firstErr error
+func (c *Config) resolveSecrets(env map[string]string) []error {
+	var errs []error
 	resolve := func(key []string, v string) string {
 		return secretRef.ReplaceAllStringFunc(v, func(ref string) string {
 			name := ref[2 : len(ref)-1]
 			val, ok := env[name]
 			if !ok || val == "" {
-				if firstErr == nil {
-					firstErr = errKey(key, "%s refers to the environment variable %s, which is not set", dotted(key), name)
-				}
+				errs = append(errs, errKey(key, "%s refers to the environment variable %s, which is not set", dotted(key), name))
 				return ""
 			}
 			c.Secrets = append(c.Secrets, val)
@@ -616,7 +649,8 @@ func (c *Config) resolveSecrets(env map[string]string) error {
 			c.Secrets = append(c.Secrets, k)
 		}
 	}
-	for name, t := range c.Mcp {
+	for _, name := range slices.Sorted(maps.Keys(c.Mcp)) {
+		t := c.Mcp[name]
 		for k, v := range t.Env {
 			t.Env[k] = resolve(p("mcp", name, "env", k), v)
 		}
@@ -624,7 +658,8 @@ func (c *Config) resolveSecrets(env map[string]string) error {
 			t.Args[i] = resolve(p("mcp", name, "args"), t.Args[i])
 		}
 	}
-	for name, s := range c.McpServers {
+	for _, name := range slices.Sorted(maps.Keys(c.McpServers)) {
+		s := c.McpServers[name]
 		for k, v := range s.Env {
 			s.Env[k] = resolve(p("mcp_servers", name, "env", k), v)
 		}
@@ -632,7 +667,7 @@ func (c *Config) resolveSecrets(env map[string]string) error {
 			s.HTTPHeaders[k] = resolve(p("mcp_servers", name, "http_headers", k), v)
 		}
 	}
-	return firstErr
+	return errs
 }
 
 // keyError is a validation error about one key, so Load can say which

@@ -80,6 +80,24 @@ func (es Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// ordered sorts the problems by layer (in the order the layers first
+// appear) and, within a file, by line, so a file reads top to bottom.
+func (es Errors) ordered() Errors {
+	rank := map[string]int{}
+	for _, e := range es {
+		if _, ok := rank[e.Layer]; !ok {
+			rank[e.Layer] = len(rank)
+		}
+	}
+	slices.SortStableFunc(es, func(a, b *Error) int {
+		if d := rank[a.Layer] - rank[b.Layer]; d != 0 {
+			return d
+		}
+		return a.Line - b.Line
+	})
+	return es
+}
+
 // Unwrap lets errors.As find each *Error.
 func (es Errors) Unwrap() []error {
 	out := make([]error, len(es))
@@ -244,7 +262,7 @@ func (s *source) varPaths() [][]string {
 // locateKeyError says which layer set the key a validation error is about
 // (the last one that set it wins, as in the merge), with the line and the
 // value as that layer wrote them.
-func locateKeyError(sources []source, err error) error {
+func locateKeyError(sources []source, err error) *Error {
 	var ke *keyError
 	if !errors.As(err, &ke) {
 		return &Error{Layer: "config", Problem: err.Error()}

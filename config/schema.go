@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -250,20 +251,54 @@ func editDistance(a, b string) int {
 }
 
 // checkSources checks every layer alone and returns all their problems,
-// a file's in line order.
-func checkSources(sources []source) error {
-	var errs Errors
+// a file's in line order. It takes the keys at fault out of each layer, so
+// the rest can still be merged and validated, and returns what it took out.
+func checkSources(sources []source) (errs Errors, dropped []droppedKey) {
 	for i := range sources {
 		s := &sources[i]
 		var found Errors
 		for _, is := range checkLayer(s.data) {
 			found = append(found, s.locate(is.path, is.value, is.problem, is.suggest, is.note))
+			s.data = without(s.data, is.path)
+			dropped = append(dropped, droppedKey{path: is.path, unknown: is.value == nil})
 		}
 		slices.SortStableFunc(found, func(a, b *Error) int { return a.Line - b.Line })
 		errs = append(errs, found...)
 	}
-	if len(errs) == 0 {
-		return nil
+	return errs, dropped
+}
+
+// droppedKey is a key checkSources took out of a layer: unknown, or a
+// value of the wrong type.
+type droppedKey struct {
+	path    []string
+	unknown bool
+}
+
+// repeats reports whether a validation problem about the key at path
+// (set by no layer when !set) only repeats this one: a value dropped for
+// its type falls back to its default, so a problem about it or its table
+// says nothing new; a misspelt key leaves the key it meant unset, so
+// "is required" beside it, or about its table, says nothing new either.
+func (d droppedKey) repeats(path []string, set bool) bool {
+	if !d.unknown {
+		n := min(len(d.path), len(path))
+		return slices.Equal(d.path[:n], path[:n])
 	}
-	return errs
+	parent := d.path[:len(d.path)-1]
+	return !set && len(parent) > 0 && (slices.Equal(parent, path) || slices.Equal(parent, path[:len(path)-1]))
+}
+
+// without returns data without the key at path, copying the tables on
+// the way so the layer's other readers keep what was written.
+func without(data map[string]any, path []string) map[string]any {
+	out := maps.Clone(data)
+	if len(path) == 1 {
+		delete(out, path[0])
+		return out
+	}
+	if sub, ok := out[path[0]].(map[string]any); ok {
+		out[path[0]] = without(sub, path[1:])
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"maps"
 	"net"
 	"net/url"
 	"path"
@@ -15,137 +16,140 @@ import (
 	"troupe/mcphttp/origin"
 )
 
-// validate checks values the types cannot express. Every error names its
-// key.
-func (c *Config) validate() error {
+// problems collects validation errors (each a *keyError naming its key),
+// so a user sees every invalid value in one run rather than one per run.
+type problems []error
+
+// add records a problem about the key at path.
+func (ps *problems) add(path []string, format string, args ...any) {
+	*ps = append(*ps, errKey(path, format, args...))
+}
+
+// validate checks values the types cannot express and returns every
+// problem found, each naming its key; nil when there is none.
+func (c *Config) validate() []error {
+	var ps problems
 	l := c.Limits
-	switch {
-	case l.MaxLineBytes < 1024:
-		return errKey(p("limits", "max_line_bytes"), "limits.max_line_bytes must be at least 1024, got %d", l.MaxLineBytes)
-	case l.MaxInFlight < 1:
-		return errKey(p("limits", "max_in_flight"), "limits.max_in_flight must be at least 1, got %d", l.MaxInFlight)
-	case l.PageSize < 1:
-		return errKey(p("limits", "page_size"), "limits.page_size must be at least 1, got %d", l.PageSize)
-	case l.CallTimeout <= 0:
-		return errKey(p("limits", "call_timeout"), "limits.call_timeout must be positive, got %s", l.CallTimeout)
-	case l.ShutdownGrace < 0:
-		return errKey(p("limits", "shutdown_grace"), "limits.shutdown_grace must not be negative, got %s", l.ShutdownGrace)
-	case l.McpServersStartupWait < 0 || l.McpServersStartupWait > time.Minute:
-		return errKey(p("limits", "mcp_servers_startup_wait"), "limits.mcp_servers_startup_wait must be from 0s to 1m, got %s", l.McpServersStartupWait)
+	if l.MaxLineBytes < 1024 {
+		ps.add(p("limits", "max_line_bytes"), "limits.max_line_bytes must be at least 1024, got %d", l.MaxLineBytes)
+	}
+	if l.MaxInFlight < 1 {
+		ps.add(p("limits", "max_in_flight"), "limits.max_in_flight must be at least 1, got %d", l.MaxInFlight)
+	}
+	if l.PageSize < 1 {
+		ps.add(p("limits", "page_size"), "limits.page_size must be at least 1, got %d", l.PageSize)
+	}
+	if l.CallTimeout <= 0 {
+		ps.add(p("limits", "call_timeout"), "limits.call_timeout must be positive, got %s", l.CallTimeout)
+	}
+	if l.ShutdownGrace < 0 {
+		ps.add(p("limits", "shutdown_grace"), "limits.shutdown_grace must not be negative, got %s", l.ShutdownGrace)
+	}
+	if l.McpServersStartupWait < 0 || l.McpServersStartupWait > time.Minute {
+		ps.add(p("limits", "mcp_servers_startup_wait"), "limits.mcp_servers_startup_wait must be from 0s to 1m, got %s", l.McpServersStartupWait)
 	}
 	switch c.Logging.Format {
 	case "text", "json":
 	default:
-		return errKey(p("logging", "format"), "logging.format must be text or json, got %q", c.Logging.Format)
+		ps.add(p("logging", "format"), "logging.format must be text or json, got %q", c.Logging.Format)
 	}
 	switch strings.ToLower(c.Logging.Level) {
 	case "debug", "info", "warn", "warning", "error":
 	default:
-		return errKey(p("logging", "level"), "logging.level must be debug, info, warn or error, got %q", c.Logging.Level)
+		ps.add(p("logging", "level"), "logging.level must be debug, info, warn or error, got %q", c.Logging.Level)
 	}
-	if err := c.validateHTTP(); err != nil {
-		return err
-	}
+	c.validateHTTP(&ps)
 	for _, list := range []struct {
 		key      string
 		patterns []string
 	}{{"allow", c.Tools.Allow}, {"deny", c.Tools.Deny}} {
 		for _, pat := range list.patterns {
 			if _, err := path.Match(pat, ""); err != nil || pat == "" {
-				return errKey(p("tools", list.key), "tools.%s: %q is not a valid glob", list.key, pat)
+				ps.add(p("tools", list.key), "tools.%s: %q is not a valid glob", list.key, pat)
 			}
 		}
 	}
 	if c.Tools.Separator == "" || len(c.Tools.Separator) > 4 || strings.IndexFunc(c.Tools.Separator, badNameRune) >= 0 {
-		return errKey(p("tools", "separator"), "tools.separator must be 1 to 4 of A-Z a-z 0-9 _ - ., got %q", c.Tools.Separator)
+		ps.add(p("tools", "separator"), "tools.separator must be 1 to 4 of A-Z a-z 0-9 _ - ., got %q", c.Tools.Separator)
 	}
 	for _, d := range c.Docs.AllowedDomains {
 		host := strings.TrimPrefix(d, "*.")
 		if host == "" || strings.ContainsAny(host, "/:*@ ") {
-			return errKey(p("docs", "allowed_domains"), "docs.allowed_domains: %q is not a host name or *.suffix", d)
+			ps.add(p("docs", "allowed_domains"), "docs.allowed_domains: %q is not a host name or *.suffix", d)
 		}
 	}
-	if err := c.validateExecution(); err != nil {
-		return err
-	}
-	if err := c.validateObserve(); err != nil {
-		return err
-	}
+	c.validateExecution(&ps)
+	c.validateObserve(&ps)
 	for _, name := range c.Sessions.AllowedEnv {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return errKey(p("sessions", "allowed_env"), "sessions.allowed_env: %q is not an environment variable name", name)
+			ps.add(p("sessions", "allowed_env"), "sessions.allowed_env: %q is not an environment variable name", name)
 		}
 	}
-	for name, t := range c.Mcp {
-		if err := t.validate(name); err != nil {
-			return err
-		}
+	for _, name := range slices.Sorted(maps.Keys(c.Mcp)) {
+		c.Mcp[name].validate(name, &ps)
 	}
-	for name, s := range c.McpServers {
-		if err := s.validate(name); err != nil {
-			return err
-		}
+	for _, name := range slices.Sorted(maps.Keys(c.McpServers)) {
+		c.McpServers[name].validate(name, &ps)
 	}
-	return nil
+	return ps
 }
 
-func (c *Config) validateHTTP() error {
+func (c *Config) validateHTTP(ps *problems) {
 	h := c.HTTP
-	switch {
-	case !strings.HasPrefix(h.Path, "/") || slices.Contains([]string{"/healthz", "/metrics", "/status", "/status/"}, h.Path):
-		return errKey(p("http", "path"), "http.path must start with / and not be /healthz, /metrics or /status, got %q", h.Path)
-	case h.MaxSessions < 1:
-		return errKey(p("http", "max_sessions"), "http.max_sessions must be at least 1, got %d", h.MaxSessions)
-	case h.MaxStatelessRequests < 1:
-		return errKey(p("http", "max_stateless_requests"), "http.max_stateless_requests must be at least 1, got %d", h.MaxStatelessRequests)
-	case h.MaxSubscriptions < 1:
-		return errKey(p("http", "max_subscriptions"), "http.max_subscriptions must be at least 1, got %d", h.MaxSubscriptions)
-	case h.MaxBodyBytes < 1024:
-		return errKey(p("http", "max_body_bytes"), "http.max_body_bytes must be at least 1024, got %d", h.MaxBodyBytes)
-	case h.StreamBufferEvents < 1:
-		return errKey(p("http", "stream_buffer_events"), "http.stream_buffer_events must be at least 1, got %d", h.StreamBufferEvents)
-	case h.StreamBufferBytes < 1024:
-		return errKey(p("http", "stream_buffer_bytes"), "http.stream_buffer_bytes must be at least 1024, got %d", h.StreamBufferBytes)
+	if !strings.HasPrefix(h.Path, "/") || slices.Contains([]string{"/healthz", "/metrics", "/status", "/status/"}, h.Path) {
+		ps.add(p("http", "path"), "http.path must start with / and not be /healthz, /metrics or /status, got %q", h.Path)
 	}
-	for key, d := range map[string]time.Duration{
-		"session_idle_timeout": h.SessionIdleTimeout, "read_header_timeout": h.ReadHeaderTimeout,
-		"read_timeout": h.ReadTimeout, "write_timeout": h.WriteTimeout, "keepalive_interval": h.KeepaliveInterval,
+	for _, min := range []struct {
+		key       string
+		got, want int
+	}{
+		{"max_sessions", h.MaxSessions, 1}, {"max_stateless_requests", h.MaxStatelessRequests, 1},
+		{"max_subscriptions", h.MaxSubscriptions, 1}, {"max_body_bytes", h.MaxBodyBytes, 1024},
+		{"stream_buffer_events", h.StreamBufferEvents, 1}, {"stream_buffer_bytes", h.StreamBufferBytes, 1024},
 	} {
-		if d <= 0 {
-			return errKey(p("http", key), "http.%s must be positive", key)
+		if min.got < min.want {
+			ps.add(p("http", min.key), "http.%s must be at least %d, got %d", min.key, min.want, min.got)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		d   time.Duration
+	}{
+		{"session_idle_timeout", h.SessionIdleTimeout}, {"read_header_timeout", h.ReadHeaderTimeout},
+		{"read_timeout", h.ReadTimeout}, {"write_timeout", h.WriteTimeout}, {"keepalive_interval", h.KeepaliveInterval},
+	} {
+		if d.d <= 0 {
+			ps.add(p("http", d.key), "http.%s must be positive", d.key)
 		}
 	}
 	for _, o := range h.AllowedOrigins {
 		if _, err := origin.Parse(o); err != nil { // the parser the HTTP front matches with
-			return errKey(p("http", "allowed_origins"), "http.allowed_origins: %q is not an origin like https://host[:port] or null: %v", o, err)
+			ps.add(p("http", "allowed_origins"), "http.allowed_origins: %q is not an origin like https://host[:port] or null: %v", o, err)
 		}
 	}
-	return nil
 }
 
 // validateObserve checks [metrics] and [tracing]: an address troupe can
 // listen on, apart from http.listen, and an OTLP/HTTP URL.
-func (c *Config) validateObserve() error {
+func (c *Config) validateObserve(ps *problems) {
 	if l := c.Metrics.Listen; l != "" {
 		host, port, err := net.SplitHostPort(l)
 		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 || strings.ContainsAny(host, "/ ") {
-			return errKey(p("metrics", "listen"), "metrics.listen must be \"\" or HOST:PORT, got %q", l)
-		}
-		if l == c.HTTP.Listen {
-			return errKey(p("metrics", "listen"), "metrics.listen must differ from http.listen (%q): leave it \"\" to serve /metrics "+
+			ps.add(p("metrics", "listen"), "metrics.listen must be \"\" or HOST:PORT, got %q", l)
+		} else if l == c.HTTP.Listen {
+			ps.add(p("metrics", "listen"), "metrics.listen must differ from http.listen (%q): leave it \"\" to serve /metrics "+
 				"and /status on the HTTP listener, behind its token", l)
 		}
 	}
 	if e := c.Tracing.Endpoint; e != "" {
 		u, err := url.Parse(e)
-		if err == nil && u.User != nil {
-			return errKey(p("tracing", "endpoint"), "tracing.endpoint must not carry credentials (user:password@)")
-		}
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return errKey(p("tracing", "endpoint"), "tracing.endpoint must be an http(s) URL such as http://127.0.0.1:4318/v1/traces, got %q", e)
+		switch {
+		case err == nil && u.User != nil:
+			ps.add(p("tracing", "endpoint"), "tracing.endpoint must not carry credentials (user:password@)")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			ps.add(p("tracing", "endpoint"), "tracing.endpoint must be an http(s) URL such as http://127.0.0.1:4318/v1/traces, got %q", e)
 		}
 	}
-	return nil
 }
 
 // maxStatesPerCaller bounds approvals.max_states_per_caller: the process
@@ -161,96 +165,99 @@ const minAuditMaxBytes = 64 << 10
 // reading each rotated file (OwnPaths), one path each.
 const maxAuditFiles = 1000
 
-// validateExecution checks [sandbox], [approvals], [audit], [output] and
-// [shell].
-func (c *Config) validateExecution() error {
+// validateExecution checks [sandbox], [approvals], [audit], [output],
+// [shell] and [codex].
+func (c *Config) validateExecution(ps *problems) {
 	sb := c.Sandbox
 	switch sb.Driver {
 	case "auto", "builtin", "bwrap":
 	default:
-		return errKey(p("sandbox", "driver"), "sandbox.driver must be auto, builtin or bwrap, got %q", sb.Driver)
+		ps.add(p("sandbox", "driver"), "sandbox.driver must be auto, builtin or bwrap, got %q", sb.Driver)
 	}
-	switch {
-	case sb.MaxProcesses < 0:
-		return errKey(p("sandbox", "max_processes"), "sandbox.max_processes must not be negative")
-	case sb.MaxFileBytes < 0:
-		return errKey(p("sandbox", "max_file_bytes"), "sandbox.max_file_bytes must not be negative")
-	case sb.MaxOpenFiles < 0:
-		return errKey(p("sandbox", "max_open_files"), "sandbox.max_open_files must not be negative")
-	case sb.MaxMemoryBytes < 0:
-		return errKey(p("sandbox", "max_memory_bytes"), "sandbox.max_memory_bytes must not be negative")
-	case sb.CPUSeconds < 0:
-		return errKey(p("sandbox", "cpu_seconds"), "sandbox.cpu_seconds must not be negative")
-	case sb.KillGrace <= 0:
-		return errKey(p("sandbox", "kill_grace"), "sandbox.kill_grace must be positive, got %s", sb.KillGrace)
-	case c.Approvals.Timeout <= 0:
-		return errKey(p("approvals", "timeout"), "approvals.timeout must be positive, got %s", c.Approvals.Timeout)
-	case c.Approvals.MaxStatesPerCaller < 1 || c.Approvals.MaxStatesPerCaller > maxStatesPerCaller:
-		return errKey(p("approvals", "max_states_per_caller"), "approvals.max_states_per_caller must be between 1 and %d, got %d",
-			maxStatesPerCaller, c.Approvals.MaxStatesPerCaller)
-	case c.Audit.MaxBytes != 0 && c.Audit.MaxBytes < minAuditMaxBytes:
-		return errKey(p("audit", "max_bytes"), "audit.max_bytes must be 0 (never rotate) or at least %d, got %d", minAuditMaxBytes, c.Audit.MaxBytes)
-	case c.Audit.MaxFiles < 1 || c.Audit.MaxFiles > maxAuditFiles:
-		return errKey(p("audit", "max_files"), "audit.max_files must be between 1 and %d, got %d", maxAuditFiles, c.Audit.MaxFiles)
-	case c.Output.InlineBytes < 1024:
-		return errKey(p("output", "inline_bytes"), "output.inline_bytes must be at least 1024, got %d", c.Output.InlineBytes)
-	case c.Output.MaxSpoolBytes < 0:
-		return errKey(p("output", "max_spool_bytes"), "output.max_spool_bytes must not be negative")
-	case c.Output.MaxSessionSpoolBytes < 0:
-		return errKey(p("output", "max_session_spool_bytes"), "output.max_session_spool_bytes must not be negative")
-	case c.Output.MaxTotalSpoolBytes < 0:
-		return errKey(p("output", "max_total_spool_bytes"), "output.max_total_spool_bytes must not be negative")
-	case c.Output.MaxOutputsPerSession < 1:
-		return errKey(p("output", "max_outputs_per_session"), "output.max_outputs_per_session must be at least 1")
-	case c.Shell.Timeout <= 0:
-		return errKey(p("shell", "timeout"), "shell.timeout must be positive, got %s", c.Shell.Timeout)
-	case c.Codex.Timeout <= 0:
-		return errKey(p("codex", "timeout"), "codex.timeout must be positive, got %s", c.Codex.Timeout)
-	case c.Codex.MaxProcesses < 1:
-		return errKey(p("codex", "max_processes"), "codex.max_processes must be at least 1, got %d", c.Codex.MaxProcesses)
-	case c.Codex.StateDir != "" && !filepath.IsAbs(c.Codex.StateDir):
-		return errKey(p("codex", "state_dir"), "codex.state_dir must be an absolute path, got %q", c.Codex.StateDir)
+	for _, n := range []struct {
+		table, key string
+		negative   bool
+	}{
+		{"sandbox", "max_processes", sb.MaxProcesses < 0}, {"sandbox", "max_file_bytes", sb.MaxFileBytes < 0},
+		{"sandbox", "max_open_files", sb.MaxOpenFiles < 0}, {"sandbox", "max_memory_bytes", sb.MaxMemoryBytes < 0},
+		{"sandbox", "cpu_seconds", sb.CPUSeconds < 0}, {"output", "max_spool_bytes", c.Output.MaxSpoolBytes < 0},
+		{"output", "max_session_spool_bytes", c.Output.MaxSessionSpoolBytes < 0},
+		{"output", "max_total_spool_bytes", c.Output.MaxTotalSpoolBytes < 0},
+	} {
+		if n.negative {
+			ps.add(p(n.table, n.key), "%s.%s must not be negative", n.table, n.key)
+		}
+	}
+	for _, d := range []struct {
+		table, key string
+		d          time.Duration
+	}{
+		{"sandbox", "kill_grace", sb.KillGrace}, {"approvals", "timeout", c.Approvals.Timeout},
+		{"shell", "timeout", c.Shell.Timeout}, {"codex", "timeout", c.Codex.Timeout},
+	} {
+		if d.d <= 0 {
+			ps.add(p(d.table, d.key), "%s.%s must be positive, got %s", d.table, d.key, d.d)
+		}
+	}
+	if n := c.Approvals.MaxStatesPerCaller; n < 1 || n > maxStatesPerCaller {
+		ps.add(p("approvals", "max_states_per_caller"), "approvals.max_states_per_caller must be between 1 and %d, got %d",
+			maxStatesPerCaller, n)
+	}
+	if c.Audit.MaxBytes != 0 && c.Audit.MaxBytes < minAuditMaxBytes {
+		ps.add(p("audit", "max_bytes"), "audit.max_bytes must be 0 (never rotate) or at least %d, got %d", minAuditMaxBytes, c.Audit.MaxBytes)
+	}
+	if c.Audit.MaxFiles < 1 || c.Audit.MaxFiles > maxAuditFiles {
+		ps.add(p("audit", "max_files"), "audit.max_files must be between 1 and %d, got %d", maxAuditFiles, c.Audit.MaxFiles)
+	}
+	if c.Output.InlineBytes < 1024 {
+		ps.add(p("output", "inline_bytes"), "output.inline_bytes must be at least 1024, got %d", c.Output.InlineBytes)
+	}
+	if c.Output.MaxOutputsPerSession < 1 {
+		ps.add(p("output", "max_outputs_per_session"), "output.max_outputs_per_session must be at least 1")
+	}
+	if c.Codex.MaxProcesses < 1 {
+		ps.add(p("codex", "max_processes"), "codex.max_processes must be at least 1, got %d", c.Codex.MaxProcesses)
+	}
+	if c.Codex.StateDir != "" && !filepath.IsAbs(c.Codex.StateDir) {
+		ps.add(p("codex", "state_dir"), "codex.state_dir must be an absolute path, got %q", c.Codex.StateDir)
 	}
 	for _, pat := range c.Approvals.Trust {
 		if _, err := path.Match(pat, ""); err != nil || pat == "" {
-			return errKey(p("approvals", "trust"), "approvals.trust: %q is not a valid glob", pat)
+			ps.add(p("approvals", "trust"), "approvals.trust: %q is not a valid glob", pat)
 		}
 	}
-	if err := c.Approvals.validateStateKeys(); err != nil {
-		return err
-	}
+	c.Approvals.validateStateKeys(ps)
 	switch c.Shell.SandboxProfile {
 	case "default", "seatbelt", "none":
 	default:
-		return errKey(p("shell", "sandbox_profile"), "shell.sandbox_profile must be default, seatbelt or none, got %q", c.Shell.SandboxProfile)
+		ps.add(p("shell", "sandbox_profile"), "shell.sandbox_profile must be default, seatbelt or none, got %q", c.Shell.SandboxProfile)
 	}
-	return nil
 }
 
-func (t CommandTool) validate(name string) error {
+func (t CommandTool) validate(name string, ps *problems) {
 	key := func(k string) []string { return p("mcp", name, k) }
-	switch {
-	case name == "" || len(name) > 128 || strings.IndexFunc(name, badNameRune) >= 0:
-		return errKey(p("mcp", name), "mcp.%q: a tool name is 1 to 128 of A-Z a-z 0-9 _ - .", name)
-	case strings.TrimSpace(t.Command) == "":
-		return errKey(key("command"), "mcp.%q.command is required", name)
-	case t.TimeoutMs < 0:
-		return errKey(key("timeout_ms"), "mcp.%q.timeout_ms must not be negative", name)
+	if name == "" || len(name) > 128 || strings.IndexFunc(name, badNameRune) >= 0 {
+		ps.add(p("mcp", name), "mcp.%q: a tool name is 1 to 128 of A-Z a-z 0-9 _ - .", name)
+	}
+	if strings.TrimSpace(t.Command) == "" {
+		ps.add(key("command"), "mcp.%q.command is required", name)
+	}
+	if t.TimeoutMs < 0 {
+		ps.add(key("timeout_ms"), "mcp.%q.timeout_ms must not be negative", name)
 	}
 	switch t.SandboxProfile {
 	case "", "default", "seatbelt", "none":
 	default:
-		return errKey(key("sandbox_profile"), "mcp.%q.sandbox_profile must be default, seatbelt or none, got %q", name, t.SandboxProfile)
+		ps.add(key("sandbox_profile"), "mcp.%q.sandbox_profile must be default, seatbelt or none, got %q", name, t.SandboxProfile)
 	}
 	for _, f := range []struct {
 		k string
 		v any
 	}{{"input_schema", t.InputSchema}, {"output_schema", t.OutputSchema}} {
 		if _, err := schemaJSON(f.v); err != nil {
-			return errKey(key(f.k), "mcp.%q.%s: %v", name, f.k, err)
+			ps.add(key(f.k), "mcp.%q.%s: %v", name, f.k, err)
 		}
 	}
-	return nil
 }
 
 // InputSchemaJSON is the tool's input schema as JSON, nil when not set.
@@ -290,40 +297,40 @@ type errString string
 
 func (e errString) Error() string { return string(e) }
 
-func (s McpServer) validate(name string) error {
+func (s McpServer) validate(name string, ps *problems) {
 	key := func(k string) []string { return p("mcp_servers", name, k) }
 	hasCmd, hasURL := strings.TrimSpace(s.Command) != "", s.URL != ""
-	switch {
-	case name == "" || strings.IndexFunc(name, badNameRune) >= 0:
-		return errKey(p("mcp_servers", name), "mcp_servers.%q: a server name is A-Z a-z 0-9 _ - .", name)
-	case hasCmd == hasURL:
-		return errKey(p("mcp_servers", name), "mcp_servers.%q needs exactly one of command (stdio) or url (streamable HTTP)", name)
-	case s.StartupTimeoutSec < 0 || s.StartupTimeoutMs < 0 || s.ToolTimeoutSec < 0:
-		return errKey(p("mcp_servers", name), "mcp_servers.%q: timeouts must not be negative", name)
+	if name == "" || strings.IndexFunc(name, badNameRune) >= 0 {
+		ps.add(p("mcp_servers", name), "mcp_servers.%q: a server name is A-Z a-z 0-9 _ - .", name)
+	}
+	if hasCmd == hasURL {
+		ps.add(p("mcp_servers", name), "mcp_servers.%q needs exactly one of command (stdio) or url (streamable HTTP)", name)
+	}
+	if s.StartupTimeoutSec < 0 || s.StartupTimeoutMs < 0 || s.ToolTimeoutSec < 0 {
+		ps.add(p("mcp_servers", name), "mcp_servers.%q: timeouts must not be negative", name)
 	}
 	if hasURL {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return errKey(key("url"), "mcp_servers.%q.url must be an http(s) URL, got %q", name, s.URL)
+			ps.add(key("url"), "mcp_servers.%q.url must be an http(s) URL, got %q", name, s.URL)
 		}
 	}
 	if hasCmd && (s.BearerTokenEnvVar != "" || len(s.HTTPHeaders) > 0) {
-		return errKey(p("mcp_servers", name), "mcp_servers.%q: bearer_token_env_var and http_headers apply to url servers only", name)
+		ps.add(p("mcp_servers", name), "mcp_servers.%q: bearer_token_env_var and http_headers apply to url servers only", name)
 	}
 	switch s.SandboxProfile {
 	case "", "default", "seatbelt", "none":
 	default:
-		return errKey(key("sandbox_profile"), "mcp_servers.%q.sandbox_profile must be default, seatbelt or none, got %q", name, s.SandboxProfile)
+		ps.add(key("sandbox_profile"), "mcp_servers.%q.sandbox_profile must be default, seatbelt or none, got %q", name, s.SandboxProfile)
 	}
 	switch s.Era {
 	case "", "auto", "legacy", "modern":
 	default:
-		return errKey(key("era"), "mcp_servers.%q.era must be auto, legacy or modern, got %q", name, s.Era)
+		ps.add(key("era"), "mcp_servers.%q.era must be auto, legacy or modern, got %q", name, s.Era)
 	}
 	if s.ToolPrefix != nil && strings.IndexFunc(*s.ToolPrefix, badNameRune) >= 0 {
-		return errKey(key("tool_prefix"), "mcp_servers.%q.tool_prefix: %q has characters tool names cannot have", name, *s.ToolPrefix)
+		ps.add(key("tool_prefix"), "mcp_servers.%q.tool_prefix: %q has characters tool names cannot have", name, *s.ToolPrefix)
 	}
-	return nil
 }
 
 func badNameRune(r rune) bool {
@@ -335,28 +342,29 @@ func p(parts ...string) []string { return parts }
 // validateStateKeys checks approvals.state_key and previous_state_keys:
 // each 32 bytes in base64 or hex, none twice, and previous keys only
 // beside a current one. Errors never show a key.
-func (a Approvals) validateStateKeys() error {
+func (a Approvals) validateStateKeys(ps *problems) {
 	if a.StateKey == "" {
 		if len(a.PreviousStateKeys) > 0 {
-			return errKey(p("approvals", "previous_state_keys"), "approvals.previous_state_keys is set without approvals.state_key: "+
+			ps.add(p("approvals", "previous_state_keys"), "approvals.previous_state_keys is set without approvals.state_key: "+
 				"previous keys only open old states beside a current key")
 		}
-		return nil
+		return
 	}
-	current, err := approvalstate.ParseKey(a.StateKey)
-	if err != nil {
-		return errKey(p("approvals", "state_key"), "approvals.state_key %v", err)
+	var seen []approvalstate.Key
+	if current, err := approvalstate.ParseKey(a.StateKey); err != nil {
+		ps.add(p("approvals", "state_key"), "approvals.state_key %v", err)
+	} else {
+		seen = append(seen, current)
 	}
-	seen := []approvalstate.Key{current}
 	for i, k := range a.PreviousStateKeys {
 		parsed, err := approvalstate.ParseKey(k)
 		if err != nil {
-			return errKey(p("approvals", "previous_state_keys"), "approvals.previous_state_keys[%d] %v", i, err)
+			ps.add(p("approvals", "previous_state_keys"), "approvals.previous_state_keys[%d] %v", i, err)
+			continue
 		}
 		if slices.Contains(seen, parsed) {
-			return errKey(p("approvals", "previous_state_keys"), "approvals.previous_state_keys[%d] repeats state_key or an earlier previous key", i)
+			ps.add(p("approvals", "previous_state_keys"), "approvals.previous_state_keys[%d] repeats state_key or an earlier previous key", i)
 		}
 		seen = append(seen, parsed)
 	}
-	return nil
 }

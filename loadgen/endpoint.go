@@ -18,8 +18,10 @@ const (
 // session, or one HTTP session.
 type endpoint interface {
 	// roundTrip sends req (whose id is id) and waits for its answer. kind
-	// is "" for a successful result, else one of the kinds above.
-	roundTrip(ctx context.Context, c *caller, id int64, req []byte) (kind string)
+	// is "" for a successful result, else one of the kinds above; text then
+	// says what failed (the server's error message or the tool's text)
+	// when the endpoint knows, for the report's error texts.
+	roundTrip(ctx context.Context, c *caller, id int64, req []byte) (kind, text string)
 }
 
 // caller is one goroutine's reusable state: its answer channel, its

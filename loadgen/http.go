@@ -105,24 +105,24 @@ func (h *httpSession) close(ctx context.Context) {
 	}
 }
 
-func (h *httpSession) roundTrip(ctx context.Context, c *caller, id int64, req []byte) string {
+func (h *httpSession) roundTrip(ctx context.Context, c *caller, id int64, req []byte) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	resp, err := h.post(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return KindTimeout
+			return KindTimeout, ""
 		}
-		return KindTransport
+		return KindTransport, err.Error()
 	}
 	m, err := readAnswer(resp, id)
 	if err != nil {
 		if ctx.Err() != nil {
-			return KindTimeout
+			return KindTimeout, ""
 		}
-		return KindTransport
+		return KindTransport, err.Error()
 	}
-	return m.kind
+	return m.kind, m.failure()
 }
 
 func drain(resp *http.Response) {
@@ -135,7 +135,7 @@ func drain(resp *http.Response) {
 func readAnswer(resp *http.Response, id int64) (message, error) {
 	defer drain(resp)
 	if resp.StatusCode != http.StatusOK {
-		return message{}, fmt.Errorf("HTTP %s", resp.Status)
+		return message{}, &StatusError{Code: resp.StatusCode, Status: resp.Status}
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/event-stream" {
@@ -170,6 +170,15 @@ func readAnswer(resp *http.Response, id int64) (message, error) {
 	}
 	return message{}, errors.New("the SSE stream ended without the answer")
 }
+
+// StatusError is an HTTP answer other than 200 to a POST, so a caller can
+// tell a refused token (401) from other failures and say what to do.
+type StatusError struct {
+	Code   int    // the status code
+	Status string // as the server sent it, "401 Unauthorized"
+}
+
+func (e *StatusError) Error() string { return "HTTP " + e.Status }
 
 // validURL checks an --http address.
 func validURL(u string) error {

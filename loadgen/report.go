@@ -19,12 +19,16 @@ type Report struct {
 	Concurrency int    `json:"concurrency"`
 	Sessions    int    `json:"sessions"`
 
-	Calls       int64            `json:"calls"`  // calls that ended (answered or failed)
-	OK          int64            `json:"ok"`     // calls answered with a successful result
-	Errors      map[string]int64 `json:"errors"` // failed calls by kind (KindIsError, "jsonrpc:<code>", KindTimeout, KindTransport)
-	DurationMs  float64          `json:"duration_ms"`
-	CallsPerSec float64          `json:"calls_per_sec"`
-	Latency     Latency          `json:"latency"` // of answered calls, errors included
+	Calls  int64            `json:"calls"`  // calls that ended (answered or failed)
+	OK     int64            `json:"ok"`     // calls answered with a successful result
+	Errors map[string]int64 `json:"errors"` // failed calls by kind (KindIsError, "jsonrpc:<code>", KindTimeout, KindTransport)
+	// ErrorTexts are, by kind, the first different texts the failures
+	// said (the server's error message, the tool's text), at most three a
+	// kind, so a run that failed says why.
+	ErrorTexts  map[string][]string `json:"error_texts,omitempty"`
+	DurationMs  float64             `json:"duration_ms"`
+	CallsPerSec float64             `json:"calls_per_sec"`
+	Latency     Latency             `json:"latency"` // of answered calls, errors included
 
 	// StartupMs is, for a stdio server, the time from starting its process
 	// to its answer to initialize.
@@ -141,6 +145,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 			parts = append(parts, fmt.Sprintf("%s %d", k, r.Errors[k]))
 		}
 		row("errors", "%s", strings.Join(parts, ", "))
+		for _, k := range slices.Sorted(maps.Keys(r.ErrorTexts)) {
+			for _, t := range r.ErrorTexts[k] {
+				row("", "%s: %s", k, t)
+			}
+		}
 	}
 	if s := r.Server; s != nil {
 		row("server pid", "%d", s.PID)
@@ -148,6 +157,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			row("server CPU", "%.0f ms (%.1f µs/call)", s.CPUMs, s.CPUUsPerCall)
 		}
 		row("server RSS", "%.1f MiB → %.1f MiB", mib(s.RSSStart), mib(s.RSSEnd))
+	} else {
+		row("server CPU, RSS", "n/a (not measured: give --pid of a local HTTP server)")
 	}
 	if r.Behind > 0 {
 		row("behind", "%d ticks found every caller busy", r.Behind)
@@ -163,7 +174,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "start s\tcalls\terrors\tp50 µs\tp99 µs\tRSS MiB\t")
 		for _, iv := range r.Intervals {
-			fmt.Fprintf(tw, "%.0f\t%d\t%d\t%.0f\t%.0f\t%.1f\t\n", iv.StartS, iv.Calls, iv.Errors, iv.P50, iv.P99, mib(iv.RSS))
+			rss := "n/a" // no process watched: nothing measured, not 0
+			if r.Server != nil {
+				rss = fmt.Sprintf("%.1f", mib(iv.RSS))
+			}
+			fmt.Fprintf(tw, "%.0f\t%d\t%d\t%.0f\t%.0f\t%s\t\n", iv.StartS, iv.Calls, iv.Errors, iv.P50, iv.P99, rss)
 		}
 		return tw.Flush()
 	}

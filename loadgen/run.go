@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -262,6 +263,35 @@ func summarise(rep *Report, samples []sample, elapsed time.Duration) {
 	rep.Latency = latency(samples)
 }
 
+// maxErrorTexts is how many different texts the report keeps of one kind
+// of error: enough to tell one cause from several, and bounded however
+// many calls fail.
+const maxErrorTexts = 3
+
+// errorTexts holds the first different texts of each kind of error.
+type errorTexts map[string][]string
+
+// add keeps the first line of text under kind when it is new and there
+// is room, cut to maxErrorText characters. Only the first line: it says
+// the cause, and later lines often carry what differs per call (troupe's
+// correlation id), which would defeat the deduplication.
+func (e *errorTexts) add(kind, text string) {
+	text, _, _ = strings.Cut(strings.TrimSpace(text), "\n")
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	if r := []rune(text); len(r) > maxErrorText {
+		text = string(r[:maxErrorText-1]) + "…"
+	}
+	if *e == nil {
+		*e = errorTexts{}
+	}
+	if list := (*e)[kind]; len(list) < maxErrorTexts && !slices.Contains(list, text) {
+		(*e)[kind] = append(list, text)
+	}
+}
+
 // worker is one caller: it records its own samples and error counts, so
 // callers share nothing but the work counter.
 type worker struct {
@@ -273,6 +303,7 @@ type worker struct {
 	began   time.Time
 	samples []sample
 	errors  map[string]int64
+	texts   errorTexts
 }
 
 func (w *worker) call(ctx context.Context) {
@@ -280,7 +311,7 @@ func (w *worker) call(ctx context.Context) {
 	id := w.idBase + w.seq
 	w.buf = w.tmpl.append(w.buf[:0], id)
 	t0 := time.Now()
-	kind := w.ep.roundTrip(ctx, w.caller, id, w.buf)
+	kind, text := w.ep.roundTrip(ctx, w.caller, id, w.buf)
 	now := time.Now()
 	s := sample{end: now.Sub(w.began), dur: now.Sub(t0), failed: kind != ""}
 	if kind == KindTimeout || kind == KindTransport {
@@ -288,6 +319,7 @@ func (w *worker) call(ctx context.Context) {
 	}
 	if kind != "" {
 		w.errors[kind]++
+		w.texts.add(kind, text)
 	}
 	w.samples = append(w.samples, s)
 }
@@ -309,6 +341,11 @@ func collect(ws []*worker, rep *Report) []sample {
 		all = append(all, w.samples...)
 		for k, v := range w.errors {
 			rep.Errors[k] += v
+		}
+		for k, texts := range w.texts {
+			for _, t := range texts {
+				(*errorTexts)(&rep.ErrorTexts).add(k, t)
+			}
 		}
 	}
 	return all

@@ -137,12 +137,12 @@ func (s *stdioServer) write(line []byte) error {
 	return s.w.Flush()
 }
 
-func (s *stdioServer) roundTrip(ctx context.Context, c *caller, id int64, req []byte) string {
+func (s *stdioServer) roundTrip(ctx context.Context, c *caller, id int64, req []byte) (string, string) {
 	m, kind := s.exchange(ctx, c, id, req)
-	if kind == "" {
-		kind = m.kind
+	if kind != "" {
+		return kind, ""
 	}
-	return kind
+	return m.kind, m.failure()
 }
 
 // exchange sends req and waits for the message answering id.

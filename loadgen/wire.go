@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // The hot path neither builds nor parses JSON with reflection: a call is a
@@ -124,6 +125,37 @@ func parseMessage(b []byte) (message, error) {
 			i++
 		}
 	}
+}
+
+// maxErrorText bounds one error text kept for the report.
+const maxErrorText = 200
+
+// failure is what a failed answer says: the JSON-RPC error's message, or
+// the text of a tool result with isError; "" for a success. It parses
+// only failed answers, so the hot path of successes stays free of it.
+func (m message) failure() string {
+	switch {
+	case m.kind == "":
+		return ""
+	case m.errText != "":
+		return m.errText
+	case m.kind == KindIsError:
+		var res struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		_ = json.Unmarshal(m.result, &res)
+		var parts []string
+		for _, c := range res.Content {
+			if c.Type == "text" && c.Text != "" {
+				parts = append(parts, c.Text)
+			}
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
 }
 
 func skipSpace(b []byte, i int) int {

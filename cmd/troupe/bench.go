@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -110,6 +112,9 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 	rep, err := loadgen.Run(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe bench:", err)
+		if hint := unauthorizedHint(err, *tokenEnv); hint != "" {
+			fmt.Fprintln(stderr, "troupe bench:", hint)
+		}
 		return 1
 	}
 	if *asJSON {
@@ -126,4 +131,20 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 		return 1
 	}
 	return 0
+}
+
+// unauthorizedHint says what to do when the server refused the run with
+// 401: send a token, or send the one the server expects; "" for other
+// errors.
+func unauthorizedHint(err error, tokenEnv string) string {
+	var status *loadgen.StatusError
+	if !errors.As(err, &status) || status.Code != http.StatusUnauthorized {
+		return ""
+	}
+	if tokenEnv == "" {
+		return "the server requires a bearer token: put it in an environment variable and name that variable " +
+			"with --bearer-token-env NAME (as troupe serve --bearer-token-env takes it, e.g. TROUPE_TOKEN)"
+	}
+	return fmt.Sprintf("the server refused the token in $%s (--bearer-token-env %s): it is not the token the server was started with",
+		tokenEnv, tokenEnv)
 }

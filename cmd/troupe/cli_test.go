@@ -345,3 +345,72 @@ func TestVersionNamesTheRevision(t *testing.T) {
 		t.Errorf("revision %s, HEAD is %s", m[1], head)
 	}
 }
+
+// TestConfigCheckReportsEveryProblemAtOnce: README promises every problem
+// of a configuration at once. Before, unknown keys and wrong types hid the
+// invalid values (fixing them revealed mcp.broken.sandbox_profile), and the
+// invalid values came one per run (validation stopped at the first).
+func TestConfigCheckReportsEveryProblemAtOnce(t *testing.T) {
+	bin := buildTroupe(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "config.toml")
+	body := `[limits]
+call_timout = "30s"
+page_size = "ten"
+max_in_flight = 0
+
+[logging]
+format = "yaml"
+
+[http]
+max_sessions = 0
+
+[http.auth]
+bearer_token = "${TROUPE_TEST_UNSET_TOKEN}"
+
+[mcp.broken]
+command = "true"
+sandbox_profile = "strict"
+
+[mcp_servers.odd]
+command = "true"
+era = "future"
+`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		":2: limits.call_timout: unknown key (did you mean limits.call_timeout?)",
+		":3: limits.page_size = \"ten\": want an integer, got a string",
+		":4: limits.max_in_flight",
+		":7: logging.format",
+		":10: http.max_sessions",
+		":13: http.auth.bearer_token",
+		"TROUPE_TEST_UNSET_TOKEN",
+		":17: mcp.broken.sandbox_profile",
+		":21: mcp_servers.odd.era",
+		"8 problems in the configuration",
+	}
+	for _, args := range [][]string{
+		{"config", "check", "--config", file, "--workspace", ws},
+		{"serve", "--config", file, "--workspace", ws},
+	} {
+		code, out, errText := runTroupe(t, bin, dir, nil, args...)
+		if code != 2 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q; want 2 and nothing", args, code, out)
+		}
+		for _, w := range want {
+			if !strings.Contains(errText, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", args, w, errText)
+			}
+		}
+		// page_size had the wrong type: no second complaint about its value.
+		if n := strings.Count(errText, "page_size"); n != 1 {
+			t.Errorf("%v: page_size reported %d times:\n%s", args, n, errText)
+		}
+	}
+}

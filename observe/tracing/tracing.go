@@ -1,6 +1,7 @@
 // Package tracing gives troupe's calls OpenTelemetry traces, sent over
-// OTLP/HTTP to the collector an operator names (tracing.endpoint), and off
-// by default.
+// OTLP/HTTP to the collector an operator names (tracing.endpoint, else the
+// standard OTEL_EXPORTER_OTLP_*ENDPOINT variables: ResolveEndpoint), and
+// off by default.
 //
 // A trace crosses process boundaries through a request's _meta: SEP-414
 // reserves its members "traceparent", "tracestate" (W3C Trace Context) and
@@ -35,10 +36,11 @@ package tracing
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -98,15 +100,70 @@ const (
 	retryElapsed  = 10 * time.Second
 )
 
+// The standard OpenTelemetry variables troupe reads, besides those the
+// OTLP exporter reads itself (OTEL_EXPORTER_OTLP_HEADERS and
+// OTEL_EXPORTER_OTLP_TRACES_HEADERS, _CERTIFICATE, _COMPRESSION) and the
+// resource's (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
+const (
+	// EnvTracesEndpoint is the traces URL, used as it is written (the
+	// specification's rule for a signal's own variable).
+	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	// EnvEndpoint is the collector's base URL; traces go to its
+	// /v1/traces.
+	EnvEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT"
+)
+
+// tracesPath is where an OTLP/HTTP collector takes traces.
+const tracesPath = "/v1/traces"
+
+// ResolveEndpoint says where traces go and which setting said so:
+// tracing.endpoint (configured) when set, as explicit configuration beats
+// the environment in OpenTelemetry's specification; else
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as written; else
+// OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces appended to its path. A
+// configured URL without a path (http://collector:4318, the form
+// OTEL_EXPORTER_OTLP_ENDPOINT takes and most people write) gets /v1/traces
+// too: the collector's root takes nothing, and spans sent there are lost.
+// ("", "") means tracing off. getenv nil means os.Getenv.
+func ResolveEndpoint(configured string, getenv func(string) string) (endpoint, from string) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	switch {
+	case configured != "":
+		u, err := url.Parse(configured)
+		if err == nil && u.Host != "" && (u.Path == "" || u.Path == "/") {
+			u.Path = tracesPath
+			return u.String(), "tracing.endpoint"
+		}
+		return configured, "tracing.endpoint"
+	case getenv(EnvTracesEndpoint) != "":
+		return getenv(EnvTracesEndpoint), EnvTracesEndpoint
+	case getenv(EnvEndpoint) != "":
+		base := getenv(EnvEndpoint)
+		u, err := url.Parse(base)
+		if err != nil {
+			return base, EnvEndpoint // New says what is wrong with it
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/") + tracesPath
+		return u.String(), EnvEndpoint
+	}
+	return "", ""
+}
+
 // Options configures a Tracer.
 type Options struct {
-	// Endpoint is the collector's OTLP/HTTP traces URL, e.g.
-	// http://127.0.0.1:4318/v1/traces. http:// sends in the clear,
-	// https:// over TLS (the system's roots). "" turns tracing off: New
-	// returns a nil Tracer. A collector that wants a token gets it from
-	// the standard OTEL_EXPORTER_OTLP_HEADERS (or _TRACES_HEADERS)
+	// Endpoint is tracing.endpoint: the collector's OTLP/HTTP traces URL,
+	// e.g. http://127.0.0.1:4318/v1/traces, or its base URL
+	// (http://127.0.0.1:4318), to which /v1/traces is added. http:// sends
+	// in the clear, https:// over TLS (the system's roots). "" means the
+	// standard variables decide (ResolveEndpoint); with none set, tracing
+	// is off: New returns a nil Tracer. A collector that wants a token gets
+	// it from the standard OTEL_EXPORTER_OTLP_HEADERS (or _TRACES_HEADERS)
 	// environment variable, never from the URL or troupe's config.
 	Endpoint string
+	// Getenv reads the OTEL_* variables; nil means os.Getenv.
+	Getenv func(string) string
 	// ServiceVersion is troupe's version, the resource's service.version.
 	ServiceVersion string
 	// Logger receives export failures (the collector down, refusing);
@@ -123,28 +180,33 @@ type Tracer struct {
 	exporter *loggingExporter
 }
 
-// New starts tracing to opts.Endpoint; with Endpoint "" it returns
-// (nil, nil), tracing off. Nothing is sent until the first batch of spans
-// is complete, so a collector that is down shows in the log, not here.
+// New starts tracing to the endpoint ResolveEndpoint picks; with none it
+// returns (nil, nil), tracing off. Nothing is sent until the first batch of
+// spans is complete, so a collector that is down shows in the log, not
+// here.
 func New(opts Options) (*Tracer, error) {
-	if opts.Endpoint == "" {
+	endpoint, from := ResolveEndpoint(opts.Endpoint, opts.Getenv)
+	if endpoint == "" {
 		return nil, nil
 	}
-	u, err := url.Parse(opts.Endpoint)
+	u, err := url.Parse(endpoint)
 	if err != nil {
-		return nil, errors.New("tracing.endpoint: not a URL")
+		return nil, fmt.Errorf("%s: not a URL", from)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("tracing.endpoint %s: the scheme must be http or https (OTLP/HTTP)", u.Redacted())
+		return nil, fmt.Errorf("%s %s: the scheme must be http or https (OTLP/HTTP)", from, u.Redacted())
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("tracing.endpoint %s: no host", u.Redacted())
+		return nil, fmt.Errorf("%s %s: no host", from, u.Redacted())
 	}
 	if u.User != nil { // the exporter would drop them silently
-		return nil, fmt.Errorf("tracing.endpoint %s: credentials in the URL are not sent; set OTEL_EXPORTER_OTLP_HEADERS", u.Redacted())
+		return nil, fmt.Errorf("%s %s: credentials in the URL are not sent; set OTEL_EXPORTER_OTLP_HEADERS", from, u.Redacted())
 	}
+	// The URL is given explicitly, so the exporter's own reading of the
+	// endpoint variables (which would agree) never applies; it still
+	// reads the headers, certificate and compression variables.
 	exp, err := otlptracehttp.New(context.Background(),
-		otlptracehttp.WithEndpointURL(opts.Endpoint),
+		otlptracehttp.WithEndpointURL(endpoint),
 		otlptracehttp.WithTimeout(exportTimeout),
 		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
 			Enabled:         true,
@@ -154,17 +216,26 @@ func New(opts Options) (*Tracer, error) {
 		}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("tracing.endpoint %s: the OTLP exporter: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("%s %s: the OTLP exporter: %w", from, u.Redacted(), err)
 	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	lexp := &loggingExporter{SpanExporter: exp, logger: logger, endpoint: u.Redacted()}
+	// troupe's name and version, under what the operator set in
+	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the environment
+	// detector, merged last, wins).
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(
 		attribute.String("service.name", "troupe"),
 		attribute.String("service.version", opts.ServiceVersion),
 	))
+	if err == nil {
+		var env *resource.Resource
+		if env, err = resource.New(context.Background(), resource.WithFromEnv()); err == nil {
+			res, err = resource.Merge(res, env)
+		}
+	}
 	if err != nil {
 		_ = exp.Shutdown(context.Background())
 		return nil, fmt.Errorf("tracing: the resource: %w", err)
@@ -173,6 +244,7 @@ func New(opts Options) (*Tracer, error) {
 		sdktrace.WithBatcher(lexp),
 		sdktrace.WithResource(res),
 	)
+	logger.Info("tracing: sending spans over OTLP/HTTP", "endpoint", u.Redacted(), "from", from)
 	return &Tracer{provider: tp, tracer: tp.Tracer(InstrumentationName), exporter: lexp}, nil
 }
 
@@ -346,22 +418,51 @@ func spanNameTool(tool string) string {
 	return tool[:cut] + "…"
 }
 
-// loggingExporter logs the batches its exporter could not send, instead of
-// leaving them to OpenTelemetry's global error handler, and counts them
-// for Shutdown.
+// loggingExporter logs when its exporter stops sending, instead of
+// leaving each failed batch to OpenTelemetry's global error handler, and
+// counts the failed batches for Shutdown. A collector that is down fails
+// every batch, every few seconds: that is one warning with the reason when
+// sending starts failing, and one line when it works again, not a line a
+// batch.
 type loggingExporter struct {
 	sdktrace.SpanExporter
 	logger   *slog.Logger
 	endpoint string
 	failures atomic.Int64
+	// failing is true from a failed batch to the next one sent.
+	failing atomic.Bool
+	// lost counts the spans of the batches failed since failing began.
+	lost atomic.Int64
 }
 
-// ExportSpans sends spans; a failure is logged and counted, and not
-// returned (the batch processor would hand it to the global handler).
+// ExportSpans sends spans; a failure is counted, logged when it is the
+// first since sending worked, and not returned (the batch processor would
+// hand it to the global handler).
 func (e *loggingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if err := e.SpanExporter.ExportSpans(ctx, spans); err != nil {
 		e.failures.Add(1)
-		e.logger.Warn("tracing: spans not sent to the collector", "endpoint", e.endpoint, "spans", len(spans), "err", err)
+		e.lost.Add(int64(len(spans)))
+		if !e.failing.Swap(true) {
+			e.logger.Warn("tracing: spans not sent to the collector; this is logged once until sending works again",
+				"endpoint", e.endpoint, "spans", len(spans), "err", err, "hint", exportHint(err))
+		}
+		return nil
+	}
+	if e.failing.Swap(false) {
+		e.logger.Info("tracing: the collector takes spans again", "endpoint", e.endpoint, "spans_lost", e.lost.Swap(0))
 	}
 	return nil
+}
+
+// exportHint says what to check for a failed export.
+func exportHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "404"):
+		return "the collector has no traces receiver at this URL: OTLP/HTTP takes traces at /v1/traces"
+	case strings.Contains(msg, "401") || strings.Contains(msg, "403"):
+		return "the collector refused the credentials: set them in OTEL_EXPORTER_OTLP_HEADERS (e.g. authorization=Bearer …)"
+	default:
+		return "check that a collector listens at this URL (OTLP/HTTP, usually port 4318)"
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -235,13 +236,16 @@ func TestNilTracerIsOff(t *testing.T) {
 	}
 }
 
+// noEnv is an environment without OTEL_* variables.
+func noEnv(string) string { return "" }
+
 func TestNewEndpoint(t *testing.T) {
-	tr, err := New(Options{})
+	tr, err := New(Options{Getenv: noEnv})
 	if tr != nil || err != nil {
 		t.Fatalf("New with no endpoint: %v, %v; want tracing off", tr, err)
 	}
 	for _, bad := range []string{"127.0.0.1:4318", "grpc://127.0.0.1:4317", "http://", "http://user:hunter2@[::1", "https://user:hunter2@collector/v1/traces"} {
-		_, err := New(Options{Endpoint: bad})
+		_, err := New(Options{Endpoint: bad, Getenv: noEnv})
 		if err == nil {
 			t.Errorf("New(%q) accepted it", bad)
 		} else if strings.Contains(err.Error(), "hunter2") {
@@ -350,4 +354,103 @@ func BenchmarkNilTracerCall(b *testing.B) {
 		child.End()
 		span.End()
 	}
+}
+
+// TestResolveEndpoint: a URL without a path (as OTEL_EXPORTER_OTLP_ENDPOINT
+// takes it) sends to /v1/traces; the standard variables apply when
+// tracing.endpoint is not set, and it wins over them. Before, the
+// variables were ignored and http://collector:4318 posted to "/", where a
+// collector takes nothing.
+func TestResolveEndpoint(t *testing.T) {
+	env := func(vars map[string]string) func(string) string {
+		return func(k string) string { return vars[k] }
+	}
+	for _, c := range []struct {
+		configured string
+		vars       map[string]string
+		want, from string
+	}{
+		{"http://collector:4318", nil, "http://collector:4318/v1/traces", "tracing.endpoint"},
+		{"http://collector:4318/", nil, "http://collector:4318/v1/traces", "tracing.endpoint"},
+		{"https://collector/otlp/v1/traces", nil, "https://collector/otlp/v1/traces", "tracing.endpoint"},
+		{"http://config:4318", map[string]string{EnvEndpoint: "http://env:4318"}, "http://config:4318/v1/traces", "tracing.endpoint"},
+		{"", map[string]string{EnvEndpoint: "http://env:4318"}, "http://env:4318/v1/traces", EnvEndpoint},
+		{"", map[string]string{EnvEndpoint: "http://env:4318/prefix/"}, "http://env:4318/prefix/v1/traces", EnvEndpoint},
+		{"", map[string]string{EnvEndpoint: "http://env:4318", EnvTracesEndpoint: "http://traces:4318/custom"},
+			"http://traces:4318/custom", EnvTracesEndpoint},
+		{"", nil, "", ""},
+	} {
+		got, from := ResolveEndpoint(c.configured, env(c.vars))
+		if got != c.want || from != c.from {
+			t.Errorf("ResolveEndpoint(%q, %v) = %q from %q; want %q from %q", c.configured, c.vars, got, from, c.want, c.from)
+		}
+	}
+}
+
+// TestExportFailureLoggedOnce: a collector that refuses every batch is one
+// warning with the reason, not one a batch; sending again is said once,
+// and a new failure warns again. Before, every batch logged a warning.
+func TestExportFailureLoggedOnce(t *testing.T) {
+	var refuse sync.Mutex // held: the collector answers 404
+	col := &collector{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !refuse.TryLock() {
+			http.NotFound(w, r)
+			return
+		}
+		refuse.Unlock()
+		col.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	var logs strings.Builder
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	tr, err := New(Options{Endpoint: srv.URL + "/v1/traces", Logger: log, Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tr.Shutdown(context.Background()) }()
+	spans := tracetest.SpanStubs{{Name: "a"}}.Snapshots()
+	ctx := context.Background()
+	export := func() {
+		if err := tr.exporter.ExportSpans(ctx, spans); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(s string) int {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return strings.Count(logs.String(), s)
+	}
+	refuse.Lock()
+	for range 3 {
+		export()
+	}
+	if n := count("spans not sent"); n != 1 || !strings.Contains(logs.String(), "404") || !strings.Contains(logs.String(), "/v1/traces") {
+		t.Fatalf("3 refused batches logged %d warnings, want 1 with the reason and a hint:\n%s", n, logs.String())
+	}
+	refuse.Unlock()
+	export()
+	export()
+	if n := count("takes spans again"); n != 1 || !strings.Contains(logs.String(), "spans_lost=3") {
+		t.Fatalf("recovery logged %d times, want once with the spans lost:\n%s", n, logs.String())
+	}
+	refuse.Lock()
+	export()
+	refuse.Unlock()
+	if n := count("spans not sent"); n != 2 {
+		t.Fatalf("a new failure after recovery: %d warnings in all, want 2:\n%s", n, logs.String())
+	}
+}
+
+// lockedWriter serialises writes to a builder the test reads.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
