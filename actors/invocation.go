@@ -235,7 +235,7 @@ func (inv *invocation) start(ctx actor.Context) {
 		return
 	case !inv.call.form:
 		inv.decided(approvalUnavailable, "the client cannot show approval forms")
-		inv.fail(gate.Refusal(spec, approvalUnavailable, "", inv.call.gate))
+		inv.fail(gate.Refusal(spec, gate.Refused{Ending: gate.EndUnavailable}, inv.call.gate))
 		return
 	default:
 		inv.ask(ctx, spec, args)
@@ -263,9 +263,14 @@ func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
 	if inv.done {
 		return
 	}
-	inv.decided(d.outcome, d.detail)
+	refused := gate.Refused{Ending: d.ending, Waited: d.waited, Detail: d.detail}
+	detail := d.detail
+	if d.outcome != approvalApproved && refused.Unseen() {
+		detail += " by the client itself, " + d.waited.String() + " after the request (nobody read it)"
+	}
+	inv.decided(d.outcome, detail)
 	if d.outcome != approvalApproved {
-		inv.fail(gate.Refusal(inv.entry.Spec(), d.outcome, d.detail, inv.call.gate))
+		inv.fail(gate.Refusal(inv.entry.Spec(), refused, inv.call.gate))
 		return
 	}
 	if d.session {

@@ -194,6 +194,9 @@ func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args j
 		}
 	}
 	d := decideFrom(&res)
+	// The state was sealed when the question went out and lives the
+	// sealer's TTL, so its expiry says when it was asked.
+	d.waited = time.Since(a.Expires.Add(-m.sealer.TTL()))
 	if d.session && !a.Offer.Has(approvalstate.Session) {
 		d.session, d.detail = false, "approved once (this caller is not offered more)"
 	}
