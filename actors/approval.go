@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/gate"
 	"troupe/protocol"
 )
 
@@ -43,6 +44,7 @@ type approval struct {
 	reply   chan clientReply
 	stop    chan struct{}
 	timer   *time.Timer
+	asked   time.Time // when the request went out: an answer within gate.MinReadTime was nobody's reading
 	decided bool
 }
 
@@ -51,6 +53,11 @@ type approvalDecided struct {
 	outcome string // approvalApproved, approvalDenied, approvalExpired or approvalUnavailable
 	session bool   // approved for the rest of the session (per tool)
 	detail  string // how it was decided, for logs ("declined", "cancelled", "chose deny", ...)
+	// ending is how a refusal came about, for the text the model reads
+	// (gate.Refusal); waited is how long the client took to answer (0:
+	// not known), which tells a person's answer from the client's own.
+	ending gate.Ending
+	waited time.Duration
 }
 
 // elicitationAnswered carries the client's answer from the waiting
@@ -72,7 +79,7 @@ func (a *approval) Receive(ctx actor.Context) {
 		a.answered(ctx, msg.reply)
 	case *approvalTimedOut:
 		a.withdraw(ctx)
-		a.decide(ctx, &approvalDecided{outcome: approvalExpired, detail: "no answer within " + a.timeout.String()})
+		a.decide(ctx, &approvalDecided{outcome: approvalExpired, ending: gate.EndExpired, detail: "no answer within " + a.timeout.String()})
 	case *actor.Stopping:
 		if a.timer != nil {
 			a.timer.Stop()
@@ -91,6 +98,7 @@ func (a *approval) ask(ctx actor.Context) {
 	root, self := ctx.ActorSystem().Root, ctx.Self()
 	ctx.Send(a.session, &clientRequest{method: protocol.MethodElicitationCreate, params: a.params,
 		related: &a.related, reply: a.reply})
+	a.asked = time.Now()
 	reply, stop := a.reply, a.stop
 	go func() {
 		select {
@@ -111,15 +119,17 @@ func (a *approval) withdraw(ctx actor.Context) {
 func (a *approval) answered(ctx actor.Context, r clientReply) {
 	if r.err != nil {
 		a.log.Info("approval request failed", "err", r.err)
-		a.decide(ctx, &approvalDecided{outcome: approvalUnavailable, detail: "the client answered the request with an error"})
+		a.decide(ctx, &approvalDecided{outcome: approvalUnavailable, ending: gate.EndUnavailable, detail: "the client answered the request with an error"})
 		return
 	}
 	var res protocol.ElicitResult
 	if err := json.Unmarshal(r.result, &res); err != nil {
-		a.decide(ctx, &approvalDecided{outcome: approvalDenied, detail: "the client's answer was not an elicitation result"})
+		a.decide(ctx, &approvalDecided{outcome: approvalDenied, ending: gate.EndUnreadable, detail: "the client's answer was not an elicitation result"})
 		return
 	}
-	a.decide(ctx, decideFrom(&res))
+	d := decideFrom(&res)
+	d.waited = time.Since(a.asked)
+	a.decide(ctx, d)
 }
 
 // decideFrom reads an elicitation result. An accept without a decision
@@ -132,19 +142,19 @@ func decideFrom(res *protocol.ElicitResult) *approvalDecided {
 	switch res.Action {
 	case protocol.ElicitAccept:
 	case protocol.ElicitDecline:
-		return &approvalDecided{outcome: approvalDenied, detail: "declined"}
+		return &approvalDecided{outcome: approvalDenied, ending: gate.EndDeclined, detail: "declined"}
 	case protocol.ElicitCancel:
-		return &approvalDecided{outcome: approvalDenied, detail: "cancelled"}
+		return &approvalDecided{outcome: approvalDenied, ending: gate.EndCancelled, detail: "cancelled"}
 	default:
 		if res.Action == "" && res.Decision != "" {
-			return &approvalDecided{outcome: approvalDenied, detail: "unknown decision " + quote(res.Decision)}
+			return &approvalDecided{outcome: approvalDenied, ending: gate.EndUnreadable, detail: "unknown decision " + quote(res.Decision)}
 		}
-		return &approvalDecided{outcome: approvalDenied, detail: "unknown action " + quote(res.Action)}
+		return &approvalDecided{outcome: approvalDenied, ending: gate.EndUnreadable, detail: "unknown action " + quote(res.Action)}
 	}
 	choice := choiceOnce
 	if raw, ok := res.Content["decision"]; ok {
 		if err := json.Unmarshal(raw, &choice); err != nil {
-			return &approvalDecided{outcome: approvalDenied, detail: "the decision was not a string"}
+			return &approvalDecided{outcome: approvalDenied, ending: gate.EndUnreadable, detail: "the decision was not a string"}
 		}
 	}
 	var persist string
@@ -153,13 +163,13 @@ func decideFrom(res *protocol.ElicitResult) *approvalDecided {
 	}
 	switch {
 	case choice == choiceDeny:
-		return &approvalDecided{outcome: approvalDenied, detail: "chose deny"}
+		return &approvalDecided{outcome: approvalDenied, ending: gate.EndChoseDeny, detail: "chose deny"}
 	case choice == choiceSession || persist == "session" || persist == "always":
 		return &approvalDecided{outcome: approvalApproved, session: true, detail: "approved for the session"}
 	case choice == choiceOnce:
 		return &approvalDecided{outcome: approvalApproved, detail: "approved once"}
 	}
-	return &approvalDecided{outcome: approvalDenied, detail: "unknown decision " + quote(choice)}
+	return &approvalDecided{outcome: approvalDenied, ending: gate.EndUnreadable, detail: "unknown decision " + quote(choice)}
 }
 
 func (a *approval) decide(ctx actor.Context, d *approvalDecided) {

@@ -270,7 +270,7 @@ func TestAuditRecordsEveryCall(t *testing.T) {
 		recs = append(recs, r)
 	}
 	if len(recs) != 2 || recs[0].Tool != "echo" || recs[0].Approval != "not_required" || recs[0].Outcome != "ok" ||
-		recs[1].Approval != "denied" || recs[1].Outcome != "denied" || recs[1].ArgsHash == "" || recs[1].CorrelationID == "" {
+		recs[1].Approval != "denied" || recs[1].Outcome != "permission_denied" || recs[1].ArgsHash == "" || recs[1].CorrelationID == "" {
 		t.Fatalf("records: %+v", recs)
 	}
 	f.Seek(0, 0)

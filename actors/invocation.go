@@ -187,14 +187,14 @@ func (inv *invocation) start(ctx actor.Context) {
 	entry, ok := inv.registry.Lookup(inv.tool)
 	if !ok {
 		inv.fail(&tools.Error{Kind: tools.KindNotFound,
-			Message: "unknown tool " + quote(inv.tool) + "; call tools/list for the available tools"}, "unknown_tool")
+			Message: "unknown tool " + quote(inv.tool) + "; call tools/list for the available tools"})
 		return
 	}
 	inv.entry = entry
 	checked, err := entry.Check(inv.args) // one parse: the text for the tool, the value for the hash
 	if err != nil {
 		te, _ := tools.AsError(err)
-		inv.fail(te, string(te.Kind))
+		inv.fail(te)
 		return
 	}
 	args := checked.Raw
@@ -235,7 +235,7 @@ func (inv *invocation) start(ctx actor.Context) {
 		return
 	case !inv.call.form:
 		inv.decided(approvalUnavailable, "the client cannot show approval forms")
-		inv.fail(gate.Refusal(spec, approvalUnavailable, "", inv.call.gate), approvalUnavailable)
+		inv.fail(gate.Refusal(spec, gate.Refused{Ending: gate.EndUnavailable}, inv.call.gate))
 		return
 	default:
 		inv.ask(ctx, spec, args)
@@ -263,9 +263,14 @@ func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
 	if inv.done {
 		return
 	}
-	inv.decided(d.outcome, d.detail)
+	refused := gate.Refused{Ending: d.ending, Waited: d.waited, Detail: d.detail}
+	detail := d.detail
+	if d.outcome != approvalApproved && refused.Unseen() {
+		detail += " by the client itself, " + d.waited.String() + " after the request (nobody read it)"
+	}
+	inv.decided(d.outcome, detail)
 	if d.outcome != approvalApproved {
-		inv.fail(gate.Refusal(inv.entry.Spec(), d.outcome, d.detail, inv.call.gate), d.outcome)
+		inv.fail(gate.Refusal(inv.entry.Spec(), refused, inv.call.gate))
 		return
 	}
 	if d.session {
@@ -349,7 +354,7 @@ func (inv *invocation) run(ctx actor.Context) {
 				}
 				if inv.phase.CompareAndSwap(phaseRunning, phaseOver) {
 					inv.logAt(slog.LevelError, "tool panicked", "panic", r, "stack", string(debug.Stack()))
-					inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool}, "panic")
+					inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool})
 				}
 			}
 		}()
@@ -399,7 +404,7 @@ func (inv *invocation) toolReturned(result *protocol.CallToolResult, err error) 
 		inv.toolFailed(err)
 	case result == nil:
 		inv.logAt(slog.LevelError, "tool returned neither result nor error")
-		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: inv.tool + " returned no result"}, string(tools.KindInternal))
+		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: inv.tool + " returned no result"})
 	default:
 		inv.answer(result, "ok")
 	}
@@ -410,15 +415,20 @@ func (inv *invocation) toolReturned(result *protocol.CallToolResult, err error) 
 // paths) stays in the log.
 func (inv *invocation) toolFailed(err error) {
 	if te, ok := tools.AsError(err); ok {
-		inv.fail(te, string(te.Kind))
+		inv.fail(te)
 		return
 	}
 	inv.logAt(slog.LevelError, "tool failed", "err", err)
-	inv.fail(&tools.Error{Kind: tools.KindInternal, Message: inv.tool + " failed; see the server log"}, string(tools.KindInternal))
+	inv.fail(&tools.Error{Kind: tools.KindInternal, Message: inv.tool + " failed; see the server log"})
 }
 
-func (inv *invocation) fail(e *tools.Error, outcome string) {
-	inv.answer(e.Result(inv.cid), outcome)
+// fail answers the call with e. The outcome that logs, the audit record
+// and the metrics carry is e's kind, the word the result itself names
+// ("kind: not_found"), so that operators and clients read one vocabulary
+// (issue 24); how an approval ended is the record's approval field and
+// troupe_approvals_total's outcome.
+func (inv *invocation) fail(e *tools.Error) {
+	inv.answer(e.Result(inv.cid), string(e.Kind))
 }
 
 // answer sends the call's one result (and its audit record) to the

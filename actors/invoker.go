@@ -68,5 +68,5 @@ func (w *invoker) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chil
 	}
 	value, stack := panicDetails(reason)
 	inv.logAt(slog.LevelError, "approval panicked", "panic", value, "stack", stack)
-	inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool}, "panic")
+	inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "internal error in " + inv.tool})
 }

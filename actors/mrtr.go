@@ -90,7 +90,7 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 		inv.decided(approvalUnavailable, "no approval state sealer")
 		inv.fail(&tools.Error{Kind: tools.KindPermissionDenied, Message: spec.Name + " was not run: it needs a person's " +
 			"approval, and this server cannot ask for one over protocol 2026-07-28. Connect with initialize " +
-			"(protocol 2025-11-25 or earlier) from a client that shows approval prompts."}, approvalUnavailable)
+			"(protocol 2025-11-25 or earlier) from a client that shows approval prompts."})
 		return
 	}
 	inv.askFirst(ctx, spec, args, m)
@@ -194,6 +194,9 @@ func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args j
 		}
 	}
 	d := decideFrom(&res)
+	// The state was sealed when the question went out and lives the
+	// sealer's TTL, so its expiry says when it was asked.
+	d.waited = time.Since(a.Expires.Add(-m.sealer.TTL()))
 	if d.session && !a.Offer.Has(approvalstate.Session) {
 		d.session, d.detail = false, "approved once (this caller is not offered more)"
 	}
@@ -215,7 +218,7 @@ func (inv *invocation) toolAsks(ir *tools.InputRequired) {
 		}
 		if json.Unmarshal(raw, &r) != nil {
 			inv.logAt(slog.LevelError, "a tool's input request is not a request object", "key", key)
-			inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " asked a malformed question; see the server log"}, string(tools.KindInternal))
+			inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " asked a malformed question; see the server log"})
 			return
 		}
 		if what, ok := requiredCapability(r.Method, r.Params, m.caps); !ok {
@@ -235,7 +238,7 @@ func (inv *invocation) toolAsks(ir *tools.InputRequired) {
 	}
 	if err != nil {
 		inv.logAt(slog.LevelError, "sealing a tool's input state", "err", err)
-		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " needs input that cannot be asked for; see the server log"}, string(tools.KindInternal))
+		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " needs input that cannot be asked for; see the server log"})
 		return
 	}
 	inv.answerOther(map[string]any{"resultType": "input_required", "inputRequests": ir.Requests, "requestState": state}, approvalAsked)
@@ -284,7 +287,7 @@ func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.Ra
 	}
 	if err != nil {
 		inv.logAt(slog.LevelError, "sealing an approval state", "err", err)
-		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "cannot ask for approval; see the server log"}, string(tools.KindInternal))
+		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "cannot ask for approval; see the server log"})
 		return
 	}
 	inv.askUnder(spec, args, state, offer)

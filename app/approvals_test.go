@@ -70,8 +70,8 @@ func TestApprovalStatesFromConfig(t *testing.T) {
 
 	generatedHTTP := loadWith("[http]\nlisten = \"127.0.0.1:0\"\n")
 	own, logs := sealer(generatedHTTP)
-	if !strings.Contains(logs, "level=INFO") || !strings.Contains(logs, "several troupe processes serving one endpoint need a shared approvals.state_key") {
-		t.Errorf("without a key, serving HTTP, the log says: %q", logs)
+	if logs != "" { // one process is the usual server: no news at info (issue 24)
+		t.Errorf("without a key, serving HTTP, the log at info says: %q", logs)
 	}
 	other, _ := sealer(generatedHTTP)
 	if _, err := other.Open(seal(own), b); !errors.Is(err, approvalstate.ErrUnknownKey) {

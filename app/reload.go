@@ -27,7 +27,7 @@ func (a *App) Reload(next *config.Config) error {
 	}
 	reg, err := a.buildRegistry(next, run.ds.snapshot())
 	if err != nil {
-		a.log.Error("config reload: the new tool set is invalid; keeping the last good configuration", "err", err)
+		logProblems(a.log, "config reload: the new tool set is invalid; keeping the last good configuration", err)
 		return fmt.Errorf("config reload: the new tool set is invalid: %w", err)
 	}
 	// Servers removed or changed go now, new ones start connecting (their

@@ -247,7 +247,7 @@ func (a *App) watch(ctx context.Context, work *sync.WaitGroup, opts RunOptions) 
 		}
 		_ = a.Reload(next) // it logs what it did or why not
 	}, func(err error) {
-		log.Error("config reload failed; keeping the last good configuration", "err", err)
+		logProblems(log, "config reload failed; keeping the last good configuration", err)
 	})
 	work.Go(func() {
 		if err := watcher.Run(ctx); err != nil {

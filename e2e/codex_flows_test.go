@@ -327,13 +327,14 @@ func codexFlows(t *testing.T, fx fixture, servers, mark string, env ...string) {
 	})
 	t.Run("troupe refuses shell.exec after Codex declines", func(t *testing.T) {
 		wantAll(t, "shell.exec", run.output(t, "call_shell"),
-			"shell.exec was not run: the approval request was declined.",
-			"Codex exec does",
+			"shell.exec was not run: the client declined the approval request",
+			"too soon for anyone to have read it",
+			"Codex exec",
 			"It is high-risk, so troupe always asks a person first")
 	})
 	t.Run("troupe refuses a command tool needing approval, saying how to allow it", func(t *testing.T) {
 		wantAll(t, "stamp", run.output(t, "call_stamp"),
-			"stamp was not run: the approval request was declined.",
+			"stamp was not run: the client declined the approval request",
 			`requires_approval = false in its [mcp."stamp"] table`)
 	})
 	t.Run("the refused tools changed nothing", func(t *testing.T) {

@@ -83,8 +83,8 @@ func TestRefusalAdviceForADownstreamTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	entry, _ := reg.Lookup("everything.toggle-simulated-logging")
-	for _, outcome := range []string{"unavailable", "denied", "expired"} {
-		msg := gate.Refusal(entry.Spec(), outcome, "declined", gate.Policy{}).Message
+	for outcome, r := range map[string]gate.Refused{"unavailable": {Ending: gate.EndUnavailable}, "declined unseen": unseen, "expired": {Ending: gate.EndExpired}} {
+		msg := gate.Refusal(entry.Spec(), r, gate.Policy{}).Message
 		if strings.Contains(msg, "[mcp.") {
 			t.Errorf("%s: the advice names an [mcp.…] table:\n%s", outcome, msg)
 		}
@@ -94,7 +94,7 @@ func TestRefusalAdviceForADownstreamTool(t *testing.T) {
 			}
 		}
 	}
-	advice := gate.Refusal(entry.Spec(), "denied", "declined", gate.Policy{}).Message
+	advice := gate.Refusal(entry.Spec(), unseen, gate.Policy{}).Message
 	for _, file := range applyAdvice(t, base, advice) {
 		cfg, err := load(t, file)
 		if err != nil {
@@ -119,7 +119,7 @@ func TestRefusalAdviceForADownstreamTool(t *testing.T) {
 func TestRefusalAdviceQuotesServerNames(t *testing.T) {
 	spec := tools.Spec{Name: "my.server.echo", Meta: map[string]any{
 		tools.MetaSource: "mcp_servers.my.server", protocol.MetaPrefix + "server": "my.server"}}
-	msg := gate.Refusal(spec, "denied", "declined", gate.Policy{}).Message
+	msg := gate.Refusal(spec, unseen, gate.Policy{}).Message
 	if !strings.Contains(msg, `[mcp_servers."my.server"]`) {
 		t.Fatalf("advice: %s", msg)
 	}
@@ -137,7 +137,7 @@ func TestRefusalAdviceForACommandTool(t *testing.T) {
 	base := "[mcp.\"git.stamp\"]\ncommand = \"date\"\n"
 	spec := tools.Spec{Name: "git.stamp", Safety: tools.Safety{RequiresApproval: true},
 		Meta: map[string]any{tools.MetaSource: "config"}}
-	msg := gate.Refusal(spec, "denied", "declined", gate.Policy{}).Message
+	msg := gate.Refusal(spec, unseen, gate.Policy{}).Message
 	for _, want := range []string{`requires_approval = false in its [mcp."git.stamp"] table`, `approvals.trust = ["git.stamp"]`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the advice lacks %s:\n%s", want, msg)
@@ -161,7 +161,7 @@ func TestRefusalAdviceForACommandTool(t *testing.T) {
 func TestRefusalAdviceForFirstPartyTools(t *testing.T) {
 	spec := tools.Spec{Name: "repo.readFile", Safety: tools.Safety{RequiresApproval: true},
 		Meta: map[string]any{tools.MetaSource: "first-party"}}
-	msg := gate.Refusal(spec, "unavailable", "", gate.Policy{}).Message
+	msg := gate.Refusal(spec, gate.Refused{Ending: gate.EndUnavailable}, gate.Policy{}).Message
 	if strings.Contains(msg, "requires_approval") || !strings.Contains(msg, `approvals.trust = ["repo.readFile"]`) {
 		t.Errorf("first-party advice: %s", msg)
 	}
@@ -171,7 +171,7 @@ func TestRefusalAdviceForFirstPartyTools(t *testing.T) {
 			t.Errorf("the advised config: %v, %+v", err, cfg)
 		}
 	}
-	if msg := gate.Refusal(shellSpec(), "denied", "declined", gate.Policy{}).Message; strings.Contains(msg, "trust") &&
+	if msg := gate.Refusal(shellSpec(), unseen, gate.Policy{}).Message; strings.Contains(msg, "trust") &&
 		!strings.Contains(msg, "whatever the configuration says") {
 		t.Errorf("high-risk advice: %s", msg)
 	}

@@ -285,21 +285,86 @@ func firstLine(s string) string {
 	return s
 }
 
+// Ending is how an approval request ended without an approval.
+type Ending int
+
+// The endings. A deny, decline or cancel is a person's only when it came
+// later than MinReadTime after the request (Refused.Unseen).
+const (
+	EndUnavailable Ending = iota // the client cannot ask anyone (no form elicitation, or the request failed)
+	EndExpired                   // nobody answered within approvals.timeout
+	EndChoseDeny                 // the answer chose "deny" on the form
+	EndDeclined                  // the client declined the request
+	EndCancelled                 // the client cancelled (dismissed) the request
+	EndUnreadable                // the answer could not be read; troupe counts it as a refusal
+)
+
+// MinReadTime is the least time in which a person can see an approval
+// form, read the tool and its arguments and answer. An answer sooner than
+// that came from the client itself: Codex exec, for one, declines every
+// request at once without showing it to anyone. Nobody reads a form's
+// half-dozen lines in under a second; programs answer in milliseconds.
+const MinReadTime = time.Second
+
+// Refused is what troupe knows of an approval that was not given.
+type Refused struct {
+	Ending Ending
+	// Waited is how long the answer took after the request went out; 0
+	// when it is not known.
+	Waited time.Duration
+	// Detail says what was wrong with an unreadable answer.
+	Detail string
+}
+
+// Unseen reports whether the client answered (deny, decline or cancel)
+// too soon for a person to have read the request.
+func (r Refused) Unseen() bool {
+	switch r.Ending {
+	case EndChoseDeny, EndDeclined, EndCancelled:
+		return r.Waited > 0 && r.Waited < MinReadTime
+	}
+	return false
+}
+
 // Refusal is the error a call gets when it was not approved: what
-// happened and how the operator or the person could allow it.
-func Refusal(spec tools.Spec, outcome, detail string, p Policy) *tools.Error {
+// happened, said once, and, where the refusal was not a person's choice,
+// how the operator or the person could allow the call. A person who said
+// no gets no advice on how to get around them.
+func Refusal(spec tools.Spec, r Refused, p Policy) *tools.Error {
 	var msg string
-	switch outcome {
-	case "unavailable":
+	advise := true
+	switch {
+	case r.Ending == EndUnavailable:
 		msg = fmt.Sprintf("%s was not run: it needs a person's approval and this client cannot ask for it "+
 			"(it did not declare the elicitation capability in form mode, or the request failed).", spec.Name)
-	case "expired":
+	case r.Ending == EndExpired:
 		msg = fmt.Sprintf("%s was not run: nobody answered the approval request within %s.", spec.Name, p.TimeoutOrDefault())
+	case r.Ending == EndUnreadable:
+		msg = fmt.Sprintf("%s was not run: the client's answer to the approval request could not be read (%s), "+
+			"so troupe counts it as a refusal.", spec.Name, Printable(r.Detail))
+	case r.Unseen():
+		verb := map[Ending]string{EndChoseDeny: "answered deny to", EndDeclined: "declined", EndCancelled: "cancelled"}[r.Ending]
+		msg = fmt.Sprintf("%s was not run: the client %s the approval request %s after it was sent, too soon for "+
+			"anyone to have read it, so nobody was asked (Codex exec, for one, declines every request without showing it).",
+			spec.Name, verb, shortDuration(r.Waited))
 	default:
-		msg = fmt.Sprintf("%s was not run: the approval request was %s. Some clients decline every request "+
-			"without showing it (Codex exec does).", spec.Name, detail)
+		what := map[Ending]string{EndChoseDeny: "chose deny when asked to approve it", EndDeclined: "declined the approval request",
+			EndCancelled: "dismissed the approval request without approving it"}[r.Ending]
+		msg = fmt.Sprintf("%s was not run: the person at the client %s. Ask them before trying it again.", spec.Name, what)
+		advise = false
 	}
-	return &tools.Error{Kind: tools.KindPermissionDenied, Message: msg + " " + howToAllow(spec)}
+	if advise {
+		msg += " " + howToAllow(spec)
+	}
+	return &tools.Error{Kind: tools.KindPermissionDenied, Message: msg}
+}
+
+// shortDuration says d to the millisecond, never "0s".
+func shortDuration(d time.Duration) string {
+	if d < time.Millisecond {
+		return "less than 1ms"
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // howToAllow is the advice a refusal ends with. It names the settings

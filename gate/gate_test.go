@@ -96,11 +96,11 @@ func TestPromptMasksDecodedArgumentsWithoutChangingThem(t *testing.T) {
 }
 
 func TestRefusalSaysHowToAllow(t *testing.T) {
-	e := gate.Refusal(tools.Spec{Name: "git.push"}, "unavailable", "", gate.Policy{})
+	e := gate.Refusal(tools.Spec{Name: "git.push"}, gate.Refused{Ending: gate.EndUnavailable}, gate.Policy{})
 	if e.Kind != tools.KindPermissionDenied || !strings.Contains(e.Message, `approvals.trust = ["git.push"]`) {
 		t.Fatalf("refusal: %+v", e)
 	}
-	if e := gate.Refusal(shellSpec(), "denied", "declined", gate.Policy{}); !strings.Contains(e.Message, "always asks a person") {
+	if e := gate.Refusal(shellSpec(), unseen, gate.Policy{}); !strings.Contains(e.Message, "always asks a person") {
 		t.Fatalf("high-risk refusal: %+v", e)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -386,7 +387,7 @@ func execute(ctx context.Context, req *tools.Request, e execution) (*protocol.Ca
 		if err := e.sandbox.Check(e.policy); err != nil {
 			// Fail closed: a profile this machine cannot enforce is a
 			// refusal, never a run with less isolation.
-			return nil, tools.Errorf(tools.KindPermissionDenied, "%s cannot run: %v", e.tool, err)
+			return nil, unenforceable(e.tool, err)
 		}
 	}
 	path, err := lookProgram(e.command, e.env["PATH"])
@@ -435,8 +436,18 @@ func execute(ctx context.Context, req *tools.Request, e execution) (*protocol.Ca
 		return nil, &tools.Error{Kind: tools.KindDeadlineExceeded, Message: fmt.Sprintf(
 			"%s did not finish within %s and was stopped.%s", e.tool, e.timeout, excerpts(out))}
 	}
+	if e.policy.Profile != sandbox.ProfileNone && killedBy(res, syscall.SIGSYS) {
+		// Only the seccomp filter's kill ends a confined program with
+		// SIGSYS (its other refusals return EPERM or ENOSYS): troupe knows
+		// for certain that policy refused it, so it says so as a refusal.
+		return nil, &tools.Error{Kind: tools.KindPermissionDenied, Message: fmt.Sprintf(
+			"%s: the sandbox (profile %q) killed the program: it made a system call in another architecture's "+
+				"convention (such as 32-bit int 0x80 on x86-64), which the sandbox's system-call filter refuses outright. "+
+				"That is policy, not a fault; the program cannot run under this profile, and only %s would let it.%s",
+			e.tool, e.policy.Profile, settingFor(e.tool, `sandbox_profile = "none"`), excerpts(out))}
+	}
 	result, err := e.finish(res, out, masker.Replace)
-	if hint := sandboxHint(e.policy, out); hint != "" {
+	if hint := sandboxHint(e.tool, e.policy, out); hint != "" {
 		if te, ok := tools.AsError(err); ok {
 			te.Message += "\n\n" + hint
 		} else if result != nil {
@@ -444,15 +455,60 @@ func execute(ctx context.Context, req *tools.Request, e execution) (*protocol.Ca
 				result.Meta = map[string]any{}
 			}
 			result.Meta[tools.MetaSandboxHint] = hint
+			addNote(result, hint)
 		}
 	}
 	return result, err
 }
 
+// killedBy reports whether the run ended by signal sig.
+func killedBy(res *runResult, sig syscall.Signal) bool {
+	ws, ok := res.state.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
+}
+
+// settingFor names where the operator sets what for tool: shell.exec's
+// [shell] table, a command tool's own [mcp."<name>"] table.
+func settingFor(tool, what string) string {
+	if tool == NameShell {
+		return what + " in the [shell] table of troupe's config"
+	}
+	return fmt.Sprintf("%s in its [mcp.%s] table of troupe's config", what, strconv.Quote(tool))
+}
+
+// addNote puts note into a result's text, after the output, where every
+// client shows it to the model: _meta, where the hint also is, is not
+// shown by clients such as Codex. A structured result (shell.exec's) gets
+// it as a "sandbox_note" member, in its structuredContent and in the text
+// that repeats it, since Codex passes only the structured form on.
+func addNote(result *protocol.CallToolResult, note string) {
+	if raw, ok := result.StructuredContent.(json.RawMessage); ok && len(raw) > 0 {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(raw, &fields) == nil && fields != nil {
+			fields[noteField], _ = json.Marshal(note)
+			if b, err := json.Marshal(fields); err == nil {
+				old := string(raw)
+				result.StructuredContent = json.RawMessage(b)
+				for i, c := range result.Content {
+					if c.Type == "text" && c.Text == old {
+						result.Content[i] = protocol.TextContent(string(b))
+					}
+				}
+				return
+			}
+		}
+	}
+	result.Content = append(result.Content, protocol.TextContent(note))
+}
+
+// noteField is the member of a structured result that carries the
+// sandbox's note (shell.exec's output schema declares it).
+const noteField = "sandbox_note"
+
 // sandboxHint explains a failure that looks like the sandbox saying no
 // (a denied write, no network) so the model, or the person reading,
 // knows it was policy, not a bug; "" when nothing suggests it.
-func sandboxHint(p sandbox.Policy, out *spool.Output) string {
+func sandboxHint(tool string, p sandbox.Policy, out *spool.Output) string {
 	if p.Profile == sandbox.ProfileNone {
 		return ""
 	}
@@ -476,9 +532,16 @@ func sandboxHint(p sandbox.Policy, out *spool.Output) string {
 	if len(parts) == 0 {
 		return ""
 	}
+	allow := `sandbox_profile = "none"`
+	switch {
+	case offline && denied:
+		allow = `allow_network = true (for the network) or sandbox_profile = "none" (for writes)`
+	case offline:
+		allow = "allow_network = true"
+	}
 	return fmt.Sprintf("This may be the sandbox (profile %q): %s. That is policy, not a fault; "+
-		"an operator can change the tool's sandbox_profile or allow_network if it really needs more.",
-		p.Profile, strings.Join(parts, "; "))
+		"if the tool really needs more, an operator can set %s.",
+		p.Profile, strings.Join(parts, "; "), settingFor(tool, allow))
 }
 
 // startFailure maps a failed start to the error the client sees: the
@@ -489,6 +552,9 @@ func startFailure(tool, command string, err error) error {
 	if !errors.As(err, &se) {
 		return fmt.Errorf("%s: %w", tool, err)
 	}
+	if ue := (*sandbox.UnenforceableError)(nil); errors.As(se.err, &ue) {
+		return unenforceable(tool, ue) // the probe changed between Check and Start
+	}
 	var sbe *sandbox.StartError
 	if errors.As(se.err, &sbe) && sbe.Stage != "exec" {
 		msg := fmt.Sprintf("%s could not be started in its sandbox (%s: %v).", tool, sbe.Stage, programProblem(sbe.Err))
@@ -498,6 +564,14 @@ func startFailure(tool, command string, err error) error {
 		return &tools.Error{Kind: tools.KindInternal, Message: msg}
 	}
 	return tools.Errorf(tools.KindInternal, "%s: command %q could not be started: %v", tool, command, programProblem(se.err))
+}
+
+// unenforceable is the refusal of a run whose profile this host cannot
+// enforce: what is missing (the error says how to fix it) and the setting
+// that would run the tool without the sandbox instead.
+func unenforceable(tool string, err error) error {
+	return tools.Errorf(tools.KindPermissionDenied, "%s cannot run: %v. Either fix that on this host, or an operator can set %s "+
+		"to run it without troupe's sandbox.", tool, err, settingFor(tool, `sandbox_profile = "none"`))
 }
 
 // workDir picks and checks the call's working directory: the session's,

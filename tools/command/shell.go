@@ -60,7 +60,8 @@ const shellOutput = `{
     "stderr": {"type": "string"},
     "truncated": {"type": "boolean", "description": "stdout or stderr is shown as head and tail only; the result links the whole streams."},
     "timed_out": {"type": "boolean"},
-    "duration_ms": {"type": "integer"}
+    "duration_ms": {"type": "integer"},
+    "sandbox_note": {"type": "string", "description": "Present when the failure looks like the sandbox refusing (a denied write, no network): what policy applies and what would allow more."}
   },
   "required": ["exit_code", "stdout", "stderr", "truncated", "timed_out", "duration_ms"]
 }`
