@@ -336,7 +336,8 @@ func (s *stdioTransport) call(ctx context.Context, id int64, method string, para
 	}
 	w, err := s.conn.DispatchCall(ctx, method, p, jsonrpc2.PickID(jsonrpc2.ID{Num: uint64(id)}))
 	if err != nil {
-		if errors.Is(err, jsonrpc2.ErrClosed) || s.c.life.Err() != nil {
+		// EPIPE: the server exited before the request was written.
+		if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, syscall.EPIPE) || s.c.life.Err() != nil {
 			return nil, s.lostErr(ctx)
 		}
 		return nil, err
