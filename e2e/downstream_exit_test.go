@@ -145,3 +145,108 @@ func TestDownstreamExitShownInLogStatusAndCall(t *testing.T) {
 	checkExitShown(t, "the log's warning", warning)
 	_ = os.Remove(filepath.Join(fx.dir, ".flaky-started"))
 }
+
+// readmeDownstreamBlock is README's own [mcp_servers.everything] table, as
+// the section "Downstream MCP servers" shows it.
+func readmeDownstreamBlock(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(moduleRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Downstream MCP servers\n")
+	_, block, ok2 := strings.Cut(section, "```toml\n")
+	block, _, ok3 := strings.Cut(block, "\n\n")
+	if !ok || !ok2 || !ok3 || !strings.HasPrefix(block, "[mcp_servers.everything]") {
+		t.Fatalf("README's Downstream MCP servers section has no [mcp_servers.everything] block first")
+	}
+	return block + "\n"
+}
+
+// README's downstream example works as written under the default
+// profile: npx runs server-everything (resolved offline from the
+// project's pinned install, as a project that depends on it would have
+// it), it connects, and its tools are listed, each saying it runs under
+// the default profile.
+func TestReadmeDownstreamExampleConnects(t *testing.T) {
+	requireDownstream(t)
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		t.Skip("npx is not installed")
+	}
+	block := readmeDownstreamBlock(t)
+	if !strings.Contains(block, `sandbox_profile = "default"`) || !strings.Contains(block, `command = "npx"`) {
+		t.Fatalf("README's block is not the npx example under the default profile:\n%s", block)
+	}
+	fx := newFixture(t)
+	// The workspace is a project with server-everything installed, so npx
+	// finds it without the registry (this machine has no network).
+	if err := os.Symlink(filepath.Join(moduleRoot, "e2e", "downstream", "node_modules"), filepath.Join(fx.dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := downstreamConfig(t, block+"startup_timeout_sec = 60\n")
+	path := strings.Join([]string{filepath.Join(moduleRoot, "e2e", "downstream", "node_modules", ".bin"),
+		filepath.Dir(npx), filepath.Dir(nodeBinary(t)), "/usr/bin", "/bin"}, string(os.PathListSeparator))
+	cmd := exec.Command(troupeBinary(t), "tools", "--json", "--workspace", fx.dir, "--config", cfg)
+	cmd.Env = append(withoutVar(withoutVar(os.Environ(), "PATH"), "npm_config_cache"), "PATH="+path)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("troupe tools: %v\n%s", err, out)
+	}
+	var got struct {
+		Tools []struct {
+			Name string         `json:"name"`
+			Meta map[string]any `json:"_meta"`
+		} `json:"tools"`
+		Servers []struct {
+			Name, State, Error string
+			Tools              int
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("troupe tools --json: %v\n%s", err, out)
+	}
+	if len(got.Servers) != 1 || got.Servers[0].State != "ready" || got.Servers[0].Tools == 0 {
+		t.Fatalf("README's server did not connect: %+v", got.Servers)
+	}
+	var echo bool
+	for _, tl := range got.Tools {
+		if !strings.HasPrefix(tl.Name, "everything.") {
+			continue
+		}
+		echo = echo || tl.Name == "everything.echo"
+		if p := tl.Meta["dev.troupe/sandbox_profile"]; p != "default" {
+			t.Errorf("%s: dev.troupe/sandbox_profile is %v, want default (the server's profile)", tl.Name, p)
+		}
+		if n := tl.Meta["dev.troupe/allow_network"]; n != true {
+			t.Errorf("%s: dev.troupe/allow_network is %v, want true (README allows the network)", tl.Name, n)
+		}
+	}
+	if !echo {
+		t.Errorf("everything.echo is not listed: %s", out)
+	}
+}
+
+// A sandboxed server writes its home and caches as npx does (~/.npm,
+// else EROFS when npx installs a package): README's env_vars pass the
+// operator's HOME, which the default profile leaves read-only, and troupe
+// gives the server a home of its own instead. The server comes up only if
+// the writes succeed.
+func TestSandboxedServerHasAWritableHome(t *testing.T) {
+	requireDownstream(t)
+	fx := newFixture(t)
+	command, args := everythingStdioCommand(t)
+	script := fmt.Sprintf(`set -e
+mkdir -p "$HOME/.npm/_cacache" "$npm_config_cache/_npx" "$XDG_CACHE_HOME/uv"
+echo probe > "$HOME/.npm/_cacache/probe"
+case "$HOME" in %q*) echo "HOME is the workspace" >&2; exit 9;; esac
+exec %q %q %q`, fx.dir, command, args[0], args[1])
+	cfg := downstreamConfig(t, stdioServerTable("homely", "/bin/sh", []string{"-c", script}, `sandbox_profile = "default"`))
+	out, err := exec.Command(troupeBinary(t), "tools", "--workspace", fx.dir, "--config", cfg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("troupe tools: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "server homely: ready,") {
+		t.Fatalf("the server could not write its home:\n%s", out)
+	}
+}
