@@ -80,12 +80,35 @@ func (d *Downstream) State() (state string, tools []json.RawMessage, err error) 
 // CallTool forwards a call to the server's current connection.
 func (d *Downstream) CallTool(ctx context.Context, tool string, args json.RawMessage, obs upstream.Observer) (json.RawMessage, error) {
 	d.mu.Lock()
-	c, state := d.client, d.state
+	c, state, err := d.client, d.state, d.err
 	d.mu.Unlock()
 	if c == nil {
-		return nil, fmt.Errorf("server %s is %s: %w", d.name, state, upstream.ErrClosed)
+		return nil, &notConnected{server: d.name, state: state, why: err}
 	}
 	return c.CallTool(ctx, tool, args, obs)
+}
+
+// notConnected is the error of a call to a server that has no
+// connection: it is upstream.ErrClosed, and says why the last connection
+// failed or ended (an *upstream.ExitError with the server's stderr, a
+// timeout, a refused start), so the caller learns more than "closed".
+type notConnected struct {
+	server, state string
+	why           error // nil before the first attempt has ended
+}
+
+func (e *notConnected) Error() string {
+	if e.why == nil {
+		return fmt.Sprintf("server %s is %s", e.server, e.state)
+	}
+	return fmt.Sprintf("server %s is %s: %v", e.server, e.state, e.why)
+}
+
+func (e *notConnected) Unwrap() []error {
+	if e.why == nil {
+		return []error{upstream.ErrClosed}
+	}
+	return []error{upstream.ErrClosed, e.why}
 }
 
 // Stop ends the server's connection and waits for it to close.
@@ -159,6 +182,10 @@ type downstreamConn struct {
 	// *relist and cleared by the actor as it takes it: a flood of
 	// notifications queues one message, not one each.
 	notified atomic.Bool
+	// lastErr is why the last connection failed or ended; it stays
+	// published while troupe connects again, so the status page and the
+	// calls say why the server is not there (nil once it is ready).
+	lastErr error
 }
 
 // Messages the downstream's goroutines send it.
@@ -245,7 +272,7 @@ func (dc *downstreamConn) goWork(f func()) {
 func (dc *downstreamConn) dial(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	cfg, timeout, base, notified := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx, &dc.notified
-	dc.handle.publish(nil, StateConnecting, nil, nil, false)
+	dc.handle.publish(nil, StateConnecting, dc.lastErr, nil, false)
 	dc.goWork(func() {
 		dctx, cancel := context.WithTimeout(base, timeout)
 		defer cancel()
@@ -270,11 +297,12 @@ func (dc *downstreamConn) dial(ctx actor.Context) {
 func (dc *downstreamConn) onDialed(ctx actor.Context, msg *dialed) {
 	if msg.err != nil {
 		dc.log.Warn("downstream: cannot connect; retrying", "err", msg.err, "in", dc.backoff)
+		dc.lastErr = msg.err
 		dc.handle.publish(nil, StateDown, msg.err, nil, false)
 		dc.retryLater(ctx)
 		return
 	}
-	dc.client, dc.backoff = msg.client, firstBackoff
+	dc.client, dc.backoff, dc.lastErr = msg.client, firstBackoff, nil
 	info := msg.client.ServerInfo()
 	dc.log.Info("downstream: connected", "server", info.Name, "server_version", info.Version,
 		"protocol", msg.client.ProtocolVersion(), "tools", len(msg.tools))
@@ -354,7 +382,7 @@ type pingScheduled struct{ quiet }
 func (dc *downstreamConn) lost(ctx actor.Context, err error) {
 	dc.log.Warn("downstream: connection lost; reconnecting", "err", err, "in", dc.backoff)
 	c := dc.client
-	dc.client = nil
+	dc.client, dc.lastErr = nil, err
 	dc.handle.publish(nil, StateDown, err, nil, false)
 	dc.goWork(func() { _ = c.Close() })
 	dc.retryLater(ctx)

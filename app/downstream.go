@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"troupe/actors"
 	"troupe/config"
 	"troupe/protocol"
+	"troupe/redact"
 	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/proxy"
@@ -97,6 +100,9 @@ type downstreams struct {
 	// parkTimeout is approvals.timeout: how long a legacy server's call
 	// waits for a 2026-07-28 client's answer (the life of its state).
 	parkTimeout time.Duration
+	// secrets are the configuration's secrets (Secrets), masked in the
+	// stderr lines a server's exit error keeps; apply renews them.
+	secrets *redact.Redactor
 
 	mu      sync.Mutex
 	running map[string]*runningServer
@@ -105,7 +111,8 @@ type downstreams struct {
 // newDownstreams makes the keeper of the App's downstream servers; host
 // is nil for checks and probes, which start nothing.
 func (a *App) newDownstreams(host *actors.Host) *downstreams {
-	return &downstreams{host: host, sb: a.sb, wsDir: a.ws.Dir(), version: a.opts.Version, log: a.log}
+	return &downstreams{host: host, sb: a.sb, wsDir: a.ws.Dir(), version: a.opts.Version, log: a.log,
+		secrets: Secrets(a.config())}
 }
 
 // runningServer is one started downstream server, with the configuration
@@ -121,6 +128,7 @@ type runningServer struct {
 func (ds *downstreams) apply(cfg *config.Config) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
+	ds.secrets = Secrets(cfg)
 	want := map[string]config.McpServer{}
 	if cfg.Features.EnableMcpServerSurface {
 		for name, s := range cfg.McpServers {
@@ -174,8 +182,15 @@ func exposure(cfg *config.Config, name string, s config.McpServer) proxy.Options
 	if s.ToolPrefix != nil {
 		prefix = *s.ToolPrefix
 	}
-	return proxy.Options{Prefix: prefix, Separator: cfg.Tools.Separator, RequiresApproval: s.RequiresApproval,
+	opts := proxy.Options{Prefix: prefix, Separator: cfg.Tools.Separator, RequiresApproval: s.RequiresApproval,
 		Timeout: time.Duration(s.ToolTimeoutSec * float64(time.Second))}
+	if s.Command != "" {
+		// The tools run in the server's process: its profile is theirs.
+		if profile, err := sandbox.ParseProfile(s.SandboxProfile); err == nil {
+			opts.SandboxProfile, opts.AllowNetwork = string(profile), s.AllowNetwork
+		}
+	}
+	return opts
 }
 
 func startupTimeout(s config.McpServer) time.Duration {
@@ -227,6 +242,7 @@ func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream
 		command = found
 	}
 	c.Command, c.Args, c.Env = command, s.Args, env
+	c.Redact = ds.secrets.With(redact.EnvValues(env)...)
 	c.Cwd = ds.wsDir
 	if s.Cwd != "" {
 		c.Cwd = s.Cwd
@@ -242,6 +258,16 @@ func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream
 	if profile != sandbox.ProfileNone {
 		if err := ds.sb.Check(policy); err != nil {
 			return c, err
+		}
+		home, err := ds.serverHome(name)
+		if err != nil {
+			return c, err
+		}
+		policy.Writable = []string{home}
+		for k, v := range homeEnv(home) {
+			if _, set := s.Env[k]; !set {
+				env[k] = v
+			}
 		}
 	}
 	sb := ds.sb
@@ -267,6 +293,45 @@ func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream
 		}, nil
 	}
 	return c, nil
+}
+
+// serverHome makes (unless it exists) and returns a sandboxed stdio
+// server's own writable directory, <temp root>/mcp-server-<name> (mode
+// 0700, symlinks resolved), its HOME.
+//
+// Under a confining profile the operator's home is read-only, and servers
+// write theirs at start: npx its cache (~/.npm, else EROFS and the server
+// never starts), uvx and pip theirs in ~/.cache. The directory lies in
+// troupe's temp root, which no other run sees, so one server's cache and
+// state cannot be read or planted by another server or tool; it outlives
+// the server's restarts (npx does not fetch again after a crash) and
+// troupe's, and goes with the temp dir.
+func (ds *downstreams) serverHome(name string) (string, error) {
+	root, err := ds.sb.TempRoot()
+	if err != nil {
+		return "", err
+	}
+	// The prefix keeps names such as ".." one component of their own.
+	dir := filepath.Join(root, "mcp-server-"+name)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("making the server's home: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("the server's home %s is not a directory", dir)
+	}
+	return filepath.EvalSymlinks(dir)
+}
+
+// homeEnv points a sandboxed server's home and caches into home (see
+// serverHome). The server's env table wins over each: an operator who
+// sets HOME there chooses where it writes.
+func homeEnv(home string) map[string]string {
+	return map[string]string{
+		"HOME":             home,
+		"XDG_CACHE_HOME":   filepath.Join(home, ".cache"),
+		"npm_config_cache": filepath.Join(home, ".npm"),
+	}
 }
 
 // eraChoice maps mcp_servers.<name>.era to the client's choice.

@@ -1027,6 +1027,12 @@ func (s *Sandbox) hiddenFor(p Policy, root string) []string {
 	return append(append([]string{root}, s.hidden...), resolvedPaths(p.Hidden)...)
 }
 
+// TempRoot makes (once) and returns troupe's temp root (see the package
+// TempRoot): confined runs never see it, except a directory in it that a
+// Policy names in Writable. troupe keeps there what belongs to one
+// long-lived run and no other, such as a downstream server's home.
+func (s *Sandbox) TempRoot() (string, error) { return s.ensureTempRoot() }
+
 // ensureTempRoot makes (once) troupe's temp root, which holds every run's
 // private temp dir.
 func (s *Sandbox) ensureTempRoot() (string, error) {

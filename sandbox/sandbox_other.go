@@ -29,6 +29,11 @@ func New(opts Options) (*Sandbox, error) {
 	return &Sandbox{log: log, observer: opts.Observer, iso: Isolation{Driver: driver, OS: runtime.GOOS, Root: os.Getuid() == 0}}, nil
 }
 
+// TempRoot is for confined runs, which only Linux has.
+func (s *Sandbox) TempRoot() (string, error) {
+	return "", fmt.Errorf("no temp root outside Linux: confined runs are not implemented on %s", runtime.GOOS)
+}
+
 // Isolation describes what is enforceable here: nothing beyond a process
 // group.
 func (s *Sandbox) Isolation() Isolation { return s.iso }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"troupe/protocol"
+	"troupe/redact"
 )
 
 // ErrClosed is wrapped by every error that means the connection to the
@@ -88,6 +89,10 @@ type Config struct {
 	// Logger receives the client's logs (the child's stderr lines at debug,
 	// with the server's name); nil discards them.
 	Logger *slog.Logger
+	// Redact masks secrets in the stderr lines a stdio server's exit error
+	// keeps (ExitError.Stderr), which reach logs, the status page and
+	// callers' tool errors; nil masks nothing.
+	Redact *redact.Redactor
 }
 
 // Handlers receive what the server sends outside of any call.
@@ -260,6 +265,11 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 		c.stop(true)
 		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		}
+		// A lost connection is told by its reason, the server's name once.
+		var ce *closedError
+		if errors.As(c.Err(), &ce) && errors.Is(err, ErrClosed) && !errors.Is(ce.why, ErrClosed) {
+			err = &closedError{why: ce.why}
 		}
 		return nil, fmt.Errorf("upstream %q: connecting: %w", c.name, err)
 	}
@@ -567,13 +577,30 @@ func (c *Client) lost(why error) {
 	if errors.Is(why, ErrClosed) {
 		c.err = why
 	} else {
-		c.err = fmt.Errorf("upstream %q: %w: %w", c.name, ErrClosed, why)
+		c.err = &closedError{server: c.name, why: why}
 	}
 	close(c.done)
 	c.mu.Unlock()
 	c.endLife()
 	c.log.Debug("upstream: connection ended", "reason", why)
 }
+
+// closedError is why a connection ended: it is ErrClosed (errors.Is) and
+// reads as its reason ("upstream "x": the server exited with status 1;
+// …"), not as "connection closed".
+type closedError struct {
+	server string // "" leaves the name out (Dial names the server itself)
+	why    error
+}
+
+func (e *closedError) Error() string {
+	if e.server == "" {
+		return e.why.Error()
+	}
+	return fmt.Sprintf("upstream %q: %v", e.server, e.why)
+}
+
+func (e *closedError) Unwrap() []error { return []error{ErrClosed, e.why} }
 
 // closedErr is the error calls return once the connection is lost.
 func (c *Client) closedErr() error {

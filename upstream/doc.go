@@ -30,7 +30,10 @@
 // exactly the environment in Config.Env, started by Config.Start (troupe's
 // sandbox) when set. Messages are lines on its stdin and stdout, read
 // through protocol/framing, so a malformed line costs one message and
-// never the stream. Its stderr is logged line by line at debug level.
+// never the stream. Its stderr is logged line by line at debug level, and
+// its last lines (Config.Redact masking secrets) go into the *ExitError
+// that the lost connection's errors wrap: how the process ended, where a
+// server that cannot start says why.
 // Close closes its stdin, sends SIGTERM to the group and SIGKILL 2 s
 // later; the process is always reaped.
 //

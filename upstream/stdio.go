@@ -34,6 +34,10 @@ const (
 	// exitReasonWait is how long a closed stdout waits for the process's
 	// exit status, which makes a better reason than "stdout closed".
 	exitReasonWait = 100 * time.Millisecond
+	// stderrWait is how long an exited server's stderr may take to reach
+	// its end, so its last lines are in the exit error (a grandchild that
+	// keeps the pipe open costs this once).
+	stderrWait = 200 * time.Millisecond
 	// pipeGrace is how long the pipes may stay open after the process has
 	// exited (a grandchild that left the process group can hold them)
 	// before they are closed under their readers.
@@ -67,6 +71,7 @@ type stdioTransport struct {
 	exitErr error         // cmd.Wait's answer; read after exited
 
 	stderrDone chan struct{}
+	tail       stderrTail // the last lines of stderr, for the exit error
 
 	closing   chan struct{} // closed by shutdown
 	closeOnce sync.Once
@@ -121,6 +126,7 @@ func startStdio(c *Client, cfg Config) (*stdioTransport, error) {
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		closing:    make(chan struct{}),
+		tail:       stderrTail{mask: cfg.Redact.Replace},
 	}
 	s.c.log.Debug("upstream: started", "pid", s.pid)
 	s.wg.Go(s.wait)
@@ -282,15 +288,24 @@ func (s *stdioTransport) supervise() {
 	s.conn.Close()
 }
 
+// exitReason is why the connection ended once the process has: its exit
+// status or signal and the last lines of its stderr (*ExitError), after
+// waiting a little for the stderr pipe to end so those lines are all
+// there.
 func (s *stdioTransport) exitReason() error {
-	if s.exitErr == nil {
-		return errors.New("the server process exited (status 0)")
+	t := time.NewTimer(stderrWait)
+	select {
+	case <-s.stderrDone:
+	case <-t.C:
 	}
-	return fmt.Errorf("the server process exited: %w", s.exitErr)
+	t.Stop()
+	return exitError(s.exitErr, s.tail.last())
 }
 
 // readStderr logs the child's stderr line by line at debug level: MCP
 // lets servers write anything there, and none of it is an error signal.
+// It keeps the last lines (s.tail): when the server exits, they usually
+// say why.
 func (s *stdioTransport) readStderr() {
 	defer close(s.stderrDone)
 	r := bufio.NewReaderSize(s.stderr, maxStderrLine)
@@ -302,6 +317,7 @@ func (s *stdioTransport) readStderr() {
 				text += "…"
 			}
 			s.c.log.Debug("upstream: stderr", "line", text)
+			s.tail.add(text)
 		}
 		for cut { // drop the rest of an overlong line
 			_, err = r.ReadSlice('\n')
@@ -320,8 +336,9 @@ func (s *stdioTransport) call(ctx context.Context, id int64, method string, para
 	}
 	w, err := s.conn.DispatchCall(ctx, method, p, jsonrpc2.PickID(jsonrpc2.ID{Num: uint64(id)}))
 	if err != nil {
-		if errors.Is(err, jsonrpc2.ErrClosed) || s.c.life.Err() != nil {
-			return nil, s.c.closedErr()
+		// EPIPE: the server exited before the request was written.
+		if errors.Is(err, jsonrpc2.ErrClosed) || errors.Is(err, syscall.EPIPE) || s.c.life.Err() != nil {
+			return nil, s.lostErr(ctx)
 		}
 		return nil, err
 	}
@@ -346,7 +363,23 @@ func (s *stdioTransport) call(ctx context.Context, id int64, method string, para
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}
-	return nil, s.c.closedErr()
+	return nil, s.lostErr(ctx)
+}
+
+// lostErr is the error of a call the lost connection ended. jsonrpc2 sees
+// stdout close before supervise has the exit status, so it waits (within
+// ctx, at most exitReasonWait plus stderrWait) for supervise to record
+// why: "the server exited with status 1" and its stderr, rather than a
+// bare "connection closed".
+func (s *stdioTransport) lostErr(ctx context.Context) error {
+	t := time.NewTimer(exitReasonWait + stderrWait + 50*time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-s.c.done:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return s.c.closedErr()
 }
 
 func (s *stdioTransport) notify(ctx context.Context, method string, params json.RawMessage) error {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"troupe/protocol"
+	"troupe/redact"
 	"troupe/upstream"
 )
 
@@ -455,7 +456,7 @@ func TestStdioServerExitsMidCall(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("Done not closed")
 	}
-	if err := c.Err(); !errors.Is(err, upstream.ErrClosed) || !strings.Contains(err.Error(), "exit status 3") {
+	if err := c.Err(); !errors.Is(err, upstream.ErrClosed) || !strings.Contains(err.Error(), "the server exited with status 3") {
 		t.Errorf("Err: %v", err)
 	}
 	if _, err := c.CallTool(context.Background(), "echo", nil, upstream.Observer{}); !errors.Is(err, upstream.ErrClosed) {
@@ -526,5 +527,52 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(end) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// A server that exits before it answers makes Dial fail with its exit
+// status and the last lines of its stderr, secrets masked, and bounded:
+// not "connection closed".
+func TestStdioDialFailureSaysHowTheServerEnded(t *testing.T) {
+	script := `for i in $(seq 1 40); do echo "noise $i" >&2; done
+echo "npm error code EROFS" >&2
+echo "npm error token s3cr3t-value in the way" >&2
+exit 243`
+	cfg := upstream.Config{Name: "npx", Command: "/bin/sh", Args: []string{"-c", script},
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Redact: redact.New("s3cr3t-value")}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := upstream.Dial(ctx, cfg, upstream.Handlers{})
+	if err == nil {
+		t.Fatal("Dial succeeded")
+	}
+	msg := err.Error()
+	var exit *upstream.ExitError
+	if !errors.As(err, &exit) || exit.Status != 243 || !errors.Is(err, upstream.ErrClosed) {
+		t.Fatalf("Dial: %v (want an ExitError with status 243 that is ErrClosed)", err)
+	}
+	for _, want := range []string{`upstream "npx": connecting: the server exited with status 243`,
+		"npm error code EROFS", "npm error token [redacted] in the way"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Dial's error lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "s3cr3t-value") || strings.Contains(msg, "connection closed") ||
+		strings.Contains(msg, "noise 1 ") || strings.Count(msg, `upstream "npx"`) != 1 {
+		t.Errorf("Dial's error: %s", msg)
+	}
+	if len(exit.Stderr) != 20 || exit.Stderr[19] != "npm error token [redacted] in the way" {
+		t.Errorf("stderr tail: %q", exit.Stderr)
+	}
+}
+
+func TestStdioDialFailureSaysTheSignal(t *testing.T) {
+	cfg := upstream.Config{Name: "k", Command: "/bin/sh", Args: []string{"-c", "echo dying >&2; kill -KILL $$"},
+		Env: map[string]string{"PATH": "/usr/bin:/bin"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := upstream.Dial(ctx, cfg, upstream.Handlers{})
+	if err == nil || !strings.Contains(err.Error(), "the server was killed by signal killed; its stderr ended with: dying") {
+		t.Fatalf("Dial: %v", err)
 	}
 }

@@ -55,6 +55,13 @@ type Options struct {
 	// Timeout is the ceiling of one call (tool_timeout_sec); 0 means the
 	// server's default.
 	Timeout time.Duration
+	// SandboxProfile is the profile the server's process runs under (a
+	// stdio server's sandbox_profile), shown as the tools'
+	// dev.troupe/sandbox_profile and in approval prompts; "" for a server
+	// troupe does not run (streamable HTTP).
+	SandboxProfile string
+	// AllowNetwork says the sandboxed server may use the network.
+	AllowNetwork bool
 }
 
 // KindDownstreamError is the kind of a call the downstream server
@@ -109,7 +116,8 @@ func Tool(srv Server, raw json.RawMessage, opts Options) (tools.Tool, error) {
 	t := &tool{srv: srv, remote: l.Name, spec: tools.Spec{
 		Name: name, Title: l.Title, Description: l.Description,
 		InputSchema: l.InputSchema, OutputSchema: l.OutputSchema, Annotations: l.Annotations, Meta: meta,
-		Safety:          tools.Safety{RequiresApproval: approval, Timeout: opts.Timeout, Streaming: true},
+		Safety: tools.Safety{RequiresApproval: approval, Timeout: opts.Timeout, Streaming: true,
+			SandboxProfile: opts.SandboxProfile, AllowNetwork: opts.AllowNetwork},
 		ServerValidates: true,
 	}}
 	return t, nil
@@ -289,6 +297,15 @@ func (t *tool) failure(ctx context.Context, err error) error {
 	case errors.As(err, &rpc):
 		return tools.Errorf(KindDownstreamError, "server %s answered %s with error %d: %s", name, t.remote, rpc.Code, rpc.Message)
 	case errors.Is(err, upstream.ErrClosed):
+		// How the server's process ended (its status and the last lines
+		// of its stderr, secrets masked) is the server's own account of
+		// why; troupe's other reasons (timeouts, start failures naming
+		// host paths) stay in troupe's log.
+		var exit *upstream.ExitError
+		if errors.As(err, &exit) {
+			return tools.Errorf(tools.KindUnavailable,
+				"server %s is not connected (it stopped or is being reconnected); the call did not complete: %v", name, exit)
+		}
 		return tools.Errorf(tools.KindUnavailable,
 			"server %s is not connected (it stopped or is being reconnected); the call did not complete", name)
 	}
