@@ -26,9 +26,14 @@ import (
 	"troupe/sandbox"
 )
 
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); without
-// it the module version from the build info is used.
-var version = ""
+// version and commit are set at link time by a release build
+// (scripts/release: -ldflags "-X main.version=v1.2.3 -X main.commit=SHA").
+// Without them the module version and the VCS revision from the build info
+// are used: a plain "go build" in a checkout still names its commit.
+var (
+	version = ""
+	commit  = ""
+)
 
 func main() {
 	// troupe re-executed as its own sandbox helper: set up the isolation,
