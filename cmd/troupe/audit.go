@@ -10,6 +10,10 @@ import (
 	"troupe/audit"
 )
 
+// auditVerifyFlags declares the flags of "troupe audit verify": the
+// command parses them, and "troupe completion" offers them.
+func auditVerifyFlags() *commonFlags { return newCommonFlags(auditVerifyHelp(), false) }
+
 // auditCommand is "troupe audit verify [FILE]": it checks the log troupe
 // writes with this configuration (audit.path, from --config, -c or
 // TROUPE_AUDIT__PATH) unless FILE names another, with its rotated files
@@ -17,7 +21,7 @@ import (
 // print its verdict on stdout.
 func auditCommand(args []string, stdout, stderr *os.File) int {
 	help := auditVerifyHelp()
-	c := newCommonFlags(help, false)
+	c := auditVerifyFlags()
 	switch {
 	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
 		printHelp(stdout, c.fs, help)

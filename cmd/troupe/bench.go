@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"troupe/loadgen"
 )
@@ -49,24 +51,10 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 		mode, args = loadgen.Mode(args[0]), args[1:]
 	}
 	help := benchHelp()
-	fs := newFlagSet(help)
-	stdio := fs.String("stdio", "", "start `\"CMD ARGS\"` as a stdio MCP server (split on spaces)")
-	url := fs.String("http", "", "the streamable-HTTP endpoint `URL`, e.g. http://127.0.0.1:8080/mcp")
-	tokenEnv := fs.String("bearer-token-env", "", "send the value of the environment variable `NAME` as the HTTP bearer token")
-	calls := fs.Int("calls", 20000, "throughput: `N` calls to make")
-	concurrency := fs.Int("concurrency", 0, "`C` calls in flight (default 1; 16 for soak and for opening sessions)")
-	sessions := fs.Int("sessions", 1, "`S` HTTP sessions the callers share, or to open in sessions mode")
-	tool := fs.String("tool", "echo", "the `TOOL` to call")
-	argsJSON := fs.String("args", `{"text":"hello"}`, "the tool's arguments, a `JSON` object")
-	rate := fs.Float64("rate", 0, "soak: `R` calls per second")
-	duration := fs.Duration("duration", 0, "soak: how long, a `DURATION` such as 30s or 5m")
-	interval := fs.Duration("interval", 0, "soak: the drift report's step, a `DURATION` (default duration/10, at least 1s)")
-	pid := fs.Int("pid", 0, "a local HTTP server's process id `PID`, to report its CPU and RSS")
-	timeout := fs.Duration("timeout", loadgen.DefaultTimeout, "a bound on the whole run, a `DURATION`")
-	callTimeout := fs.Duration("call-timeout", loadgen.DefaultCallTimeout, "a bound on one call, a `DURATION`")
-	version := fs.String("protocol-version", "", "the protocol `VERSION` offered in initialize (default 2025-06-18)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	serverStderr := fs.Bool("server-stderr", false, "pass a stdio server's stderr through (default: discarded)")
+	fs, f := benchFlags()
+	// The body's names for the flags.
+	stdio, url, tokenEnv, calls, concurrency, sessions, tool, argsJSON := f.stdio, f.url, f.tokenEnv, f.calls, f.concurrency, f.sessions, f.tool, f.argsJSON
+	rate, duration, interval, pid, timeout, callTimeout, version, asJSON, serverStderr := f.rate, f.duration, f.interval, f.pid, f.timeout, f.callTimeout, f.version, f.asJSON, f.serverStderr
 	if code, ok := parseFlags(fs, help, args, stdout, stderr); !ok {
 		return code
 	}
@@ -147,4 +135,38 @@ func unauthorizedHint(err error, tokenEnv string) string {
 	}
 	return fmt.Sprintf("the server refused the token in $%s (--bearer-token-env %s): it is not the token the server was started with",
 		tokenEnv, tokenEnv)
+}
+
+// benchFlagValues are bench's flags once parsed.
+type benchFlagValues struct {
+	stdio, url, tokenEnv, tool, argsJSON, version *string
+	calls, concurrency, sessions, pid             *int
+	rate                                          *float64
+	duration, interval, timeout, callTimeout      *time.Duration
+	asJSON, serverStderr                          *bool
+}
+
+// benchFlags declares bench's flags: bench parses them, and "troupe
+// completion" offers them.
+func benchFlags() (*flag.FlagSet, benchFlagValues) {
+	fs := newFlagSet(benchHelp())
+	var f benchFlagValues
+	f.stdio = fs.String("stdio", "", "start `\"CMD ARGS\"` as a stdio MCP server (split on spaces)")
+	f.url = fs.String("http", "", "the streamable-HTTP endpoint `URL`, e.g. http://127.0.0.1:8080/mcp")
+	f.tokenEnv = fs.String("bearer-token-env", "", "send the value of the environment variable `NAME` as the HTTP bearer token")
+	f.calls = fs.Int("calls", 20000, "throughput: `N` calls to make")
+	f.concurrency = fs.Int("concurrency", 0, "`C` calls in flight (default 1; 16 for soak and for opening sessions)")
+	f.sessions = fs.Int("sessions", 1, "`S` HTTP sessions the callers share, or to open in sessions mode")
+	f.tool = fs.String("tool", "echo", "the `TOOL` to call")
+	f.argsJSON = fs.String("args", `{"text":"hello"}`, "the tool's arguments, a `JSON` object")
+	f.rate = fs.Float64("rate", 0, "soak: `R` calls per second")
+	f.duration = fs.Duration("duration", 0, "soak: how long, a `DURATION` such as 30s or 5m")
+	f.interval = fs.Duration("interval", 0, "soak: the drift report's step, a `DURATION` (default duration/10, at least 1s)")
+	f.pid = fs.Int("pid", 0, "a local HTTP server's process id `PID`, to report its CPU and RSS")
+	f.timeout = fs.Duration("timeout", loadgen.DefaultTimeout, "a bound on the whole run, a `DURATION`")
+	f.callTimeout = fs.Duration("call-timeout", loadgen.DefaultCallTimeout, "a bound on one call, a `DURATION`")
+	f.version = fs.String("protocol-version", "", "the protocol `VERSION` offered in initialize (default 2025-06-18)")
+	f.asJSON = fs.Bool("json", false, "print the report as JSON")
+	f.serverStderr = fs.Bool("server-stderr", false, "pass a stdio server's stderr through (default: discarded)")
+	return fs, f
 }

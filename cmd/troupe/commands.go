@@ -91,7 +91,7 @@ func (c *commonFlags) load(args []string, stdout, stderr io.Writer) (*config.Con
 // the effective configuration with secrets masked, or the problems found.
 func configCommand(args []string, stdout, stderr *os.File) int {
 	help := configCheckHelp()
-	c := newCommonFlags(help, true)
+	c := configCheckFlags()
 	switch {
 	case len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help"):
 		printHelp(stdout, c.fs, help)
@@ -124,11 +124,14 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 	return exitOK
 }
 
+// configCheckFlags declares the flags of "troupe config check": the
+// command parses them, and "troupe completion" offers them.
+func configCheckFlags() *commonFlags { return newCommonFlags(configCheckHelp(), true) }
+
 // toolsCommand is "troupe tools [--json]": the tools a session would see
 // with this configuration, and what Codex would call them.
 func toolsCommand(args []string, stdout, stderr *os.File) int {
-	c := newCommonFlags(toolsHelp(), true)
-	asJSON := c.fs.Bool("json", false, "print JSON: the tools/list entries (_meta included), the servers' states and the Codex names")
+	c, asJSON := toolsFlags()
 	cfg, dir, code, ok := c.load(args, stdout, stderr)
 	if !ok {
 		return code
@@ -194,6 +197,13 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 	return 0
 }
 
+// toolsFlags declares the flags of "troupe tools": the command parses
+// them, and "troupe completion" offers them.
+func toolsFlags() (*commonFlags, *bool) {
+	c := newCommonFlags(toolsHelp(), true)
+	return c, c.fs.Bool("json", false, "print JSON: the tools/list entries (_meta included), the servers' states and the Codex names")
+}
+
 // inspectOptions are the app's options for the commands that inspect a
 // configuration without serving: warnings and worse on stderr.
 func inspectOptions(dir string, stderr io.Writer) app.Options {
@@ -214,9 +224,7 @@ func firstLine(s string) string {
 // use this troupe.
 func codexConfigCommand(args []string, stdout, stderr *os.File) int {
 	help := codexConfigHelp()
-	c := newCommonFlags(help, true)
-	httpURL := c.fs.String("http", "", "print the block for troupe served over streamable HTTP at this `URL` (e.g. http://127.0.0.1:8080/mcp)")
-	tokenEnv := c.fs.String("bearer-token-env", "", "with --http: the environment variable `NAME` Codex reads the bearer token from (as serve's --bearer-token-env)")
+	c, httpURL, tokenEnv := codexConfigFlags()
 	cfg, dir, code, ok := c.load(args, stdout, stderr)
 	if !ok {
 		return code
@@ -271,6 +279,15 @@ func codexConfigCommand(args []string, stdout, stderr *os.File) int {
 	}
 	fmt.Fprintf(stdout, "command = %s\nargs = [%s]\n", strconv.Quote(exe), strings.Join(quoted, ", "))
 	return exitOK
+}
+
+// codexConfigFlags declares the flags of "troupe codex-config": the
+// command parses them, and "troupe completion" offers them.
+func codexConfigFlags() (c *commonFlags, httpURL, tokenEnv *string) {
+	c = newCommonFlags(codexConfigHelp(), true)
+	httpURL = c.fs.String("http", "", "print the block for troupe served over streamable HTTP at this `URL` (e.g. http://127.0.0.1:8080/mcp)")
+	tokenEnv = c.fs.String("bearer-token-env", "", "with --http: the environment variable `NAME` Codex reads the bearer token from (as serve's --bearer-token-env)")
+	return c, httpURL, tokenEnv
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

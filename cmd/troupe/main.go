@@ -26,9 +26,14 @@ import (
 	"troupe/sandbox"
 )
 
-// version is set at link time (-ldflags "-X main.version=v1.2.3"); without
-// it the module version from the build info is used.
-var version = ""
+// version and commit are set at link time by a release build
+// (scripts/release: -ldflags "-X main.version=v1.2.3 -X main.commit=SHA").
+// Without them the module version and the VCS revision from the build info
+// are used: a plain "go build" in a checkout still names its commit.
+var (
+	version = ""
+	commit  = ""
+)
 
 func main() {
 	// troupe re-executed as its own sandbox helper: set up the isolation,
@@ -54,6 +59,7 @@ Usage:
   troupe audit verify [FILE]    check the audit log's hash chain (default: the configured log)
   troupe bench [MODE] ...       load-test any MCP server (stdio or HTTP)
   troupe version                print the version, VCS revision and build date
+  troupe completion SHELL       print a completion script for bash, zsh or fish
   troupe help [COMMAND]         show this help, or a command's
 
 Run "troupe COMMAND --help" for a command's flags and an example.
@@ -80,6 +86,8 @@ func run(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		return benchCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return versionCommand(args[1:], stdout, stderr)
+	case "completion":
+		return completionCommand(args[1:], stdout, stderr)
 	case "help", "--help", "-h", "-help":
 		if len(args) > 1 && args[0] == "help" {
 			// "troupe help serve" is "troupe serve --help".

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,19 +23,10 @@ import (
 // signal ends it.
 func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	help := serveCommandHelp()
-	fs := newFlagSet(help)
-	workspace := fs.String("workspace", "", "the root `DIR` every file tool is confined to (default: server.workspace, else the current directory)")
-	configFile := fs.String("config", "", "the config `FILE` (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
-	logLevel := fs.String("log-level", "", "log `LEVEL`: debug, info, warn, error (default from config: info)")
-	logFormat := fs.String("log-format", "", "log `FORMAT`: text or json (default from config: text)")
-	httpAddr := fs.String("http", "", "serve streamable HTTP on `HOST:PORT` (e.g. 127.0.0.1:8080), at http://HOST:PORT/mcp")
-	withStdio := fs.Bool("stdio", false, "with --http: serve stdio as well")
-	tokenEnv := fs.String("bearer-token-env", "", "require the value of the environment variable `NAME` as the HTTP bearer token")
-	allowRemote := fs.Bool("allow-unauthenticated-remote", false, "allow --http on a non-loopback address without a bearer token (unsafe)")
-	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to `FILE`")
-	memProfile := fs.String("memprofile", "", "write a pprof allocation profile to `FILE` at exit")
-	var overrides multiFlag
-	fs.Var(&overrides, "c", "override a config key: -c key=value (value parsed as TOML); repeatable")
+	fs, f := serveFlags()
+	// The body's names for the flags.
+	workspace, configFile, logLevel, logFormat, httpAddr := f.workspace, f.configFile, f.logLevel, f.logFormat, f.httpAddr
+	withStdio, tokenEnv, allowRemote, cpuProfile, memProfile, overrides := f.withStdio, f.tokenEnv, f.allowRemote, f.cpuProfile, f.memProfile, f.overrides
 	if code, ok := parseFlags(fs, help, args, stdout, stderr); !ok {
 		return code
 	}
@@ -51,7 +43,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 			fmt.Fprintln(stderr, "troupe:", err)
 		}
 	}()
-	source := config.Options{File: *configFile, Overrides: overrides}
+	source := config.Options{File: *configFile, Overrides: *overrides}
 	cfg, err := config.Load(source)
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
@@ -140,6 +132,33 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		return exitRuntime
 	}
 	return exitOK
+}
+
+// serveFlagValues are serve's flags once parsed.
+type serveFlagValues struct {
+	workspace, configFile, logLevel, logFormat, httpAddr, tokenEnv, cpuProfile, memProfile *string
+	withStdio, allowRemote                                                                 *bool
+	overrides                                                                              *multiFlag
+}
+
+// serveFlags declares serve's flags: serve parses them, and "troupe
+// completion" offers them.
+func serveFlags() (*flag.FlagSet, serveFlagValues) {
+	fs := newFlagSet(serveCommandHelp())
+	var f serveFlagValues
+	f.workspace = fs.String("workspace", "", "the root `DIR` every file tool is confined to (default: server.workspace, else the current directory)")
+	f.configFile = fs.String("config", "", "the config `FILE` (default: $TROUPE_CONFIG, else ~/.config/troupe/config.toml if it exists)")
+	f.logLevel = fs.String("log-level", "", "log `LEVEL`: debug, info, warn, error (default from config: info)")
+	f.logFormat = fs.String("log-format", "", "log `FORMAT`: text or json (default from config: text)")
+	f.httpAddr = fs.String("http", "", "serve streamable HTTP on `HOST:PORT` (e.g. 127.0.0.1:8080), at http://HOST:PORT/mcp")
+	f.withStdio = fs.Bool("stdio", false, "with --http: serve stdio as well")
+	f.tokenEnv = fs.String("bearer-token-env", "", "require the value of the environment variable `NAME` as the HTTP bearer token")
+	f.allowRemote = fs.Bool("allow-unauthenticated-remote", false, "allow --http on a non-loopback address without a bearer token (unsafe)")
+	f.cpuProfile = fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to `FILE`")
+	f.memProfile = fs.String("memprofile", "", "write a pprof allocation profile to `FILE` at exit")
+	f.overrides = new(multiFlag)
+	fs.Var(f.overrides, "c", "override a config key: -c key=value (value parsed as TOML); repeatable")
+	return fs, f
 }
 
 // logOptions sets up troupe's log on stderr as cfg's [logging] says, every

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
@@ -23,19 +24,27 @@ func versionCommand(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// versionLine is "troupe VERSION (revision REV, DATE[, modified], GOVERSION)",
-// from the build info; without VCS information it says so.
+// versionLine is "troupe VERSION (revision REV[, DATE][, modified], GOVERSION)".
+// The revision is the link-time commit of a release build, else the build
+// info's vcs.revision; without either it says so.
 func versionLine() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "troupe " + buildVersion() + " (no build information)"
-	}
 	settings := map[string]string{}
-	for _, s := range bi.Settings {
-		settings[s.Key] = s.Value
+	goVersion := runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			settings[s.Key] = s.Value
+		}
+		goVersion = bi.GoVersion
+	}
+	rev := settings["vcs.revision"]
+	if commit != "" && commit != rev {
+		// A release build made without VCS stamping (-buildvcs=false, or
+		// from an export with no .git): the build info's time and
+		// "modified" describe no commit, so only the stamped one is said.
+		rev, settings = commit, nil
 	}
 	var parts []string
-	if rev := settings["vcs.revision"]; rev != "" {
+	if rev != "" {
 		parts = append(parts, "revision "+rev)
 		if t := settings["vcs.time"]; t != "" {
 			parts = append(parts, t)
@@ -46,6 +55,6 @@ func versionLine() string {
 	} else {
 		parts = append(parts, "no VCS revision: built outside a checkout or with -buildvcs=false")
 	}
-	parts = append(parts, bi.GoVersion)
+	parts = append(parts, goVersion)
 	return fmt.Sprintf("troupe %s (%s)", buildVersion(), strings.Join(parts, ", "))
 }
