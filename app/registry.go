@@ -24,7 +24,8 @@ import (
 // buildRegistry registers every tool troupe serves with cfg, with where
 // it comes from (the downstream servers' tools from servers), applies
 // [tools] allow/deny, and warns, through a.regLog, about names Codex would
-// change.
+// cut or rename with a hash; the exposed tools it shows with "_" make one
+// line per server (renameNotes).
 func (a *App) buildRegistry(cfg *config.Config, servers []serverTools) (*tools.Registry, error) {
 	ws, sb, log := a.ws, a.sb, a.regLog
 	var regs []tools.Registration
@@ -91,12 +92,8 @@ func (a *App) buildRegistry(cfg *config.Config, servers []serverTools) (*tools.R
 		if spec.Safety.HighRisk && (gate.Policy{Trust: cfg.Approvals.Trust}).Trusts(tools.Spec{Name: spec.Name}) {
 			log.Warn("approvals.trust names a high-risk tool; it will still ask a person every time", "tool", spec.Name)
 		}
-		// First-party names are documented with their Codex form; a name
-		// someone configured deserves a word when Codex will show another.
-		if name := r.Tool.Spec().Name; r.Source != "first-party" && tools.CodexName(name) != name {
-			log.Warn("tool name: Codex will show it under another name", "tool", name, "codex_name", tools.CodexName(name), "defined_by", r.Source)
-		}
 	}
+	a.renames.note(log, regs, reg)
 	return reg, nil
 }
 

@@ -104,7 +104,7 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 	if !ok {
 		return code
 	}
-	server, err := app.New(cfg, inspectOptions(dir, stderr))
+	server, err := app.New(cfg, inspectOptions(cfg, dir, stderr))
 	if err != nil {
 		return refused(err, func(p error) { fmt.Fprintln(stderr, "troupe:", p) })
 	}
@@ -134,7 +134,7 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		return code
 	}
 	// The same checks as serve: a config serve refuses lists nothing.
-	server, err := app.New(cfg, inspectOptions(dir, stderr))
+	server, err := app.New(cfg, inspectOptions(cfg, dir, stderr))
 	if err != nil {
 		return refused(err, func(p error) { fmt.Fprintln(stderr, "troupe:", p) })
 	}
@@ -195,10 +195,17 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 }
 
 // inspectOptions are the app's options for the commands that inspect a
-// configuration without serving: warnings and worse on stderr.
-func inspectOptions(dir string, stderr io.Writer) app.Options {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return app.Options{Workspace: dir, Version: buildVersion(), Logger: log}
+// configuration without serving: warnings and worse on stderr, in the
+// format [logging] gives serve's log (the same lines read the same in
+// both), secrets masked.
+func inspectOptions(cfg *config.Config, dir string, stderr io.Writer) app.Options {
+	opts, err := logOptions(stderr, cfg)
+	if err != nil { // validated by config.Load; plain text if not
+		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	opts.Logger = slog.New(warnOnly{opts.Logger.Handler()})
+	opts.Workspace, opts.Version, opts.Level, opts.Secrets = dir, buildVersion(), nil, nil
+	return opts
 }
 
 // firstLine is s up to its first sentence's end or line break.

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// What troupe says at start about the names Codex shows, as an operator
+// reads it in serve's log and under `troupe tools`.
+
+// longToolName is a command tool's name that, as mcp__troupe__<name>,
+// passes Codex's 128-character budget: Codex cuts it.
+var longToolName = "long_" + strings.Repeat("x", 115)
+
+// troupeLog runs troupe with args (a serve reads no stdin: it ends once
+// it has started) and returns its stderr split in lines.
+func troupeLog(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command(troupeBinary(t), args...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome, "NO_COLOR=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("troupe %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+}
+
+// linesWith is the lines that contain every one of words.
+func linesWith(lines []string, words ...string) []string {
+	var out []string
+next:
+	for _, l := range lines {
+		for _, w := range words {
+			if !strings.Contains(l, w) {
+				continue next
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Each downstream server's renamed tools make one line, naming only the
+// tools sessions see; the cut long name is a warning, in the same format
+// in serve's log and under `troupe tools`.
+func TestCodexNamingIsOneLinePerServer(t *testing.T) {
+	command, args := everythingStdioCommand(t)
+	fx := newFixture(t)
+	cfg := downstreamConfig(t, stdioServerTable("everything", command, args, "")+
+		"[mcp."+longToolName+"]\ncommand = \"echo\"\n"+
+		"[tools]\ndeny = [\"everything.get-sum\", \"everything.get-env\"]\n")
+
+	serve := troupeLog(t, "serve", "--workspace", fx.dir, "--config", cfg)
+	if got := linesWith(serve, "downstream: connected", "everything"); len(got) != 1 {
+		t.Fatalf("everything did not connect:\n%s", strings.Join(serve, "\n"))
+	}
+	about := linesWith(serve, "Codex", "everything")
+	if len(about) != 1 {
+		t.Fatalf("want one line about Codex's names of server everything's tools, got %d:\n%s", len(about), strings.Join(serve, "\n"))
+	}
+	for _, denied := range []string{"get-sum", "get_sum", "get-env", "get_env"} {
+		if got := linesWith(serve, denied); len(got) > 0 {
+			t.Errorf("the log names the denied tool %s:\n%s", denied, strings.Join(got, "\n"))
+		}
+	}
+
+	// The cut name: one warning in serve's log and one under troupe
+	// tools, both in the text format of [logging].
+	tint := regexp.MustCompile(`^[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d\.\d{3} WRN `)
+	tools := troupeLog(t, "tools", "--workspace", fx.dir, "--config", cfg)
+	for name, lines := range map[string][]string{"serve": serve, "tools": tools} {
+		cut := linesWith(lines, longToolName, "128")
+		if len(cut) != 1 || !tint.MatchString(cut[0]) {
+			t.Errorf("%s: want one warning in troupe's text format that Codex cuts %s, got:\n%s", name, longToolName, strings.Join(lines, "\n"))
+		}
+		if got := linesWith(lines, "Codex will show it under another name"); len(got) > 0 {
+			t.Errorf("%s: a warning per renamed tool:\n%s", name, strings.Join(got, "\n"))
+		}
+	}
+
+	// With logging.format = "json", both write JSON lines.
+	jsonLine := regexp.MustCompile(`^\{"time":"[^"]+","level":"WARN"`)
+	tools = troupeLog(t, "tools", "--workspace", fx.dir, "--config", cfg, "-c", `logging.format="json"`)
+	if cut := linesWith(tools, longToolName, "128"); len(cut) != 1 || !jsonLine.MatchString(cut[0]) {
+		t.Errorf("troupe tools with logging.format=json:\n%s", strings.Join(tools, "\n"))
+	}
+}
