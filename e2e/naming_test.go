@@ -89,3 +89,47 @@ func TestCodexNamingIsOneLinePerServer(t *testing.T) {
 		t.Errorf("troupe tools with logging.format=json:\n%s", strings.Join(tools, "\n"))
 	}
 }
+
+// A downstream server named fs puts its tools in the namespace of troupe's
+// fs.writeFile: troupe warns when it loads such a configuration, and
+// `troupe config check` says which tools each tools.allow and tools.deny
+// pattern matches, so a deny of "fs.*" no longer hides both silently.
+func TestServerPrefixShadowingTroupeNamespace(t *testing.T) {
+	command, args := everythingStdioCommand(t)
+	fx := newFixture(t)
+	cfg := downstreamConfig(t, stdioServerTable("fs", command, args, "")+
+		"[mcp.hello]\ncommand = \"echo\"\n"+
+		"[tools]\ndeny = [\"fs.*\", \"hel?o\", \"nothing.here\"]\n")
+
+	shadow := func(lines []string) []string { return linesWith(lines, "fs.writeFile", "server=fs", "tool_prefix") }
+	serve := troupeLog(t, "serve", "--workspace", fx.dir, "--config", cfg)
+	if got := shadow(serve); len(got) != 1 || !strings.Contains(got[0], "WRN") {
+		t.Errorf("serve: want one warning that server fs shares fs.writeFile's namespace:\n%s", strings.Join(serve, "\n"))
+	}
+
+	cmd := exec.Command(troupeBinary(t), "config", "check", "--workspace", fx.dir, "--config", cfg)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateHome, "NO_COLOR=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("config check: %v\n%s", err, stderr.String())
+	}
+	if got := shadow(strings.Split(stderr.String(), "\n")); len(got) != 1 {
+		t.Errorf("config check: want the warning on stderr:\n%s", stderr.String())
+	}
+	lines := strings.Split(string(out), "\n")
+	for pattern, want := range map[string][]string{
+		`deny "fs.*"`:         {"fs.writeFile", "[mcp_servers.fs]"},
+		`deny "hel?o"`:        {"hello"},
+		`deny "nothing.here"`: {"no tool"},
+	} {
+		got := linesWith(lines, append([]string{"# ", pattern}, want...)...)
+		if len(got) != 1 {
+			t.Errorf("config check says nothing of %s matching %q:\n%s", pattern, want, out)
+		}
+	}
+	if got := linesWith(lines, `deny "hel?o"`, "[mcp_servers.fs]"); len(got) > 0 {
+		t.Errorf("hel?o cannot match fs's tools: %s", got)
+	}
+}

@@ -121,7 +121,34 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 		return exitRuntime
 	}
 	_, _ = stdout.Write(out)
+	patterns, err := server.ToolPatterns()
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return exitRuntime
+	}
+	writePatterns(stdout, patterns)
 	return exitOK
+}
+
+// writePatterns says, as TOML comments after the effective configuration,
+// which tools each tools.allow and tools.deny pattern matches: a pattern
+// such as "fs.*" may hide troupe's own tools and a server's at once.
+func writePatterns(w io.Writer, p app.ToolPatterns) {
+	fmt.Fprintln(w, "\n# What tools.allow and tools.deny match: troupe's own tools by name, a downstream server's by")
+	fmt.Fprintln(w, "# its prefix (its tools are known once it runs: \"troupe tools\" lists them).")
+	for _, m := range p.Matches {
+		var parts []string
+		if len(m.Tools) > 0 {
+			parts = append(parts, strings.Join(m.Tools, ", "))
+		}
+		for _, prefix := range m.Prefixes {
+			parts = append(parts, fmt.Sprintf("the tools of [mcp_servers.%s] it fits (%s…)", tomlKey(p.Servers[prefix]), prefix))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no tool troupe knows of")
+		}
+		fmt.Fprintf(w, "#   %s %s: %s\n", m.List, strconv.Quote(m.Pattern), strings.Join(parts, "; "))
+	}
 }
 
 // toolsCommand is "troupe tools [--json]": the tools a session would see
