@@ -184,7 +184,7 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 			if s.Err != nil {
 				fmt.Fprintf(stdout, "server %s: %s: %v\n", s.Name, s.State, s.Err)
 			} else {
-				fmt.Fprintf(stdout, "server %s: %s, %d tools\n", s.Name, s.State, s.Tools)
+				fmt.Fprintf(stdout, "server %s: %s, %s\n", s.Name, s.State, toolCount(s.Exposed, s.Tools))
 			}
 		}
 		if len(servers) > 0 {
@@ -196,7 +196,7 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		enc.SetIndent("", "  ")
 		var states []map[string]any
 		for _, s := range servers {
-			st := map[string]any{"name": s.Name, "state": s.State, "tools": s.Tools}
+			st := map[string]any{"name": s.Name, "state": s.State, "tools": s.Tools, "tools_exposed": s.Exposed}
 			if s.Err != nil {
 				st["error"] = s.Err.Error()
 			}
@@ -219,6 +219,15 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 			t.Meta[tools.MetaRequiresApproval], t.Meta[tools.MetaSource], firstLine(t.Description))
 	}
 	return 0
+}
+
+// toolCount says how many of a server's tools sessions see: "14 tools",
+// or "3 of 14 tools" when some are left out.
+func toolCount(exposed, listed int) string {
+	if exposed == listed {
+		return fmt.Sprintf("%d tools", listed)
+	}
+	return fmt.Sprintf("%d of %d tools", exposed, listed)
 }
 
 // inspectOptions are the app's options for the commands that inspect a
