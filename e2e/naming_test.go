@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"strconv"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -82,6 +83,19 @@ func TestCodexNamingIsOneLinePerServer(t *testing.T) {
 		}
 	}
 
+	// troupe tools counts the server's tools sessions see.
+	out, err := exec.Command(troupeBinary(t), "tools", "--workspace", fx.dir, "--config", cfg).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`server everything: ready, (\d+) of (\d+) tools\n`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("troupe tools does not say how many of everything's tools are served:\n%s", out)
+	}
+	if exposed, listed := atoi(t, m[1]), atoi(t, m[2]); exposed != listed-2 {
+		t.Errorf("troupe tools: %s of %s tools, want all but the 2 denied", m[1], m[2])
+	}
+
 	// With logging.format = "json", both write JSON lines.
 	jsonLine := regexp.MustCompile(`^\{"time":"[^"]+","level":"WARN"`)
 	tools = troupeLog(t, "tools", "--workspace", fx.dir, "--config", cfg, "-c", `logging.format="json"`)
@@ -132,4 +146,13 @@ func TestServerPrefixShadowingTroupeNamespace(t *testing.T) {
 	if got := linesWith(lines, `deny "hel?o"`, "[mcp_servers.fs]"); len(got) > 0 {
 		t.Errorf("hel?o cannot match fs's tools: %s", got)
 	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
