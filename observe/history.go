@@ -89,7 +89,9 @@ type HistoryPoint struct {
 func (hs *history) points(now, started time.Time, cur gauges, bounds []float64) ([]HistoryPoint, [latencyBuckets]uint64) {
 	var window [latencyBuckets]uint64
 	last, first := period(now), period(started)
-	n := min(int64(historySlots), last-first+1)
+	// At least the period now running, should the wall clock have been
+	// set back since the Hub began.
+	n := max(1, min(int64(historySlots), last-first+1))
 	out := make([]HistoryPoint, n)
 	for i := n - 1; i >= 0; i-- {
 		p := last - (n - 1 - i)

@@ -93,3 +93,16 @@ func TestSessionCountsItsCalls(t *testing.T) {
 		t.Fatalf("sessions = %+v, want 3 calls made, 1 in flight", s)
 	}
 }
+
+// A wall clock set back since the Hub began gives the period now running,
+// not a panic.
+func TestHistoryWithTheClockSetBack(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	h := newClockedHub(clock)
+	h.SessionStarted("s1", "stdio")
+	clock.advance(-time.Hour)
+	h.SessionStarted("s2", "stdio")
+	if s := h.Snapshot(); len(s.History) != 1 || s.History[0].Sessions != 2 {
+		t.Fatalf("history = %+v", s.History)
+	}
+}

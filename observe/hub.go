@@ -305,7 +305,7 @@ func (h *Hub) Snapshot() Snapshot {
 	s.History, window = h.hist.points(now, h.started, h.gaugesLocked(), h.m.callBounds)
 	h.mu.Unlock()
 	s.Metrics.LatencyP50Seconds, s.Metrics.LatencyP99Seconds, s.Metrics.LatencyCalls = windowQuantiles(window, h.m.callBounds)
-	s.Metrics.LatencyWindowSeconds = min(now.Sub(h.started), historySlots*HistoryPeriod).Seconds()
+	s.Metrics.LatencyWindowSeconds = max(0, min(now.Sub(h.started), historySlots*HistoryPeriod)).Seconds()
 
 	if f := h.opts.Downstreams; f != nil {
 		for _, d := range f() {
