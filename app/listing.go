@@ -24,7 +24,7 @@ type ServerState struct {
 	// Exposed is how many of them a session sees (enabled_tools,
 	// disabled_tools, tools.allow and tools.deny applied).
 	Exposed int
-	Err   error  // why it is down
+	Err     error // why it is down
 }
 
 // Tools connects to each enabled downstream server once, lists its tools

@@ -2,9 +2,9 @@ package e2e
 
 import (
 	"os"
-	"strconv"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
