@@ -47,6 +47,7 @@ type App struct {
 	// regLog logs the registry builds' naming warnings, each once across
 	// builds (at start, when a downstream's tools change, at reloads).
 	regLog   *slog.Logger
+	renames  renameNotes // the tools Codex shows with "_", last noted
 	ws       *workspace.Root
 	sb       *sandbox.Sandbox
 	registry *tools.Registry // New's, without downstream tools

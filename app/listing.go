@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"troupe/protocol"
+	"troupe/tools"
 )
 
 // ToolList is what a session would see with the App's configuration: the
@@ -19,7 +21,10 @@ type ServerState struct {
 	Name  string
 	State string // actors.StateReady when it listed its tools, else actors.StateDown
 	Tools int    // how many tools it listed
-	Err   error  // why it is down
+	// Exposed is how many of them a session sees (enabled_tools,
+	// disabled_tools, tools.allow and tools.deny applied).
+	Exposed int
+	Err     error // why it is down
 }
 
 // Tools connects to each enabled downstream server once, lists its tools
@@ -36,8 +41,25 @@ func (a *App) Tools(ctx context.Context) (*ToolList, error) {
 	a.warnUnenforceable(cfg, reg)
 	list, _ := reg.Page(0, reg.Len())
 	out := &ToolList{Tools: list}
+	exposed := exposedPerServer(reg)
 	for _, s := range servers {
-		out.Servers = append(out.Servers, ServerState{Name: s.name, State: s.state, Tools: len(s.tools), Err: s.err})
+		out.Servers = append(out.Servers, ServerState{Name: s.name, State: s.state, Tools: len(s.tools), Exposed: exposed[s.name], Err: s.err})
 	}
 	return out, nil
+}
+
+// exposedPerServer counts, per downstream server, the tools of reg (what
+// sessions see) that it serves.
+func exposedPerServer(reg *tools.Registry) map[string]int {
+	out := map[string]int{}
+	page, _ := reg.Page(0, reg.Len())
+	for _, t := range page {
+		if e, ok := reg.Lookup(t.Name); ok {
+			meta, _ := e.Spec().Meta[tools.MetaSource].(string)
+			if server, proxied := strings.CutPrefix(meta, "mcp_servers."); proxied {
+				out[server]++
+			}
+		}
+	}
+	return out
 }

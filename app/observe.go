@@ -40,6 +40,9 @@ type observing struct {
 
 	spool atomic.Pointer[spool.Budget]
 	ds    atomic.Pointer[downstreams]
+	// exposed counts each server's tools in the registry in force
+	// (setTools), for the page's "3 of 14".
+	exposed atomic.Pointer[map[string]int]
 
 	shutdown sync.Once
 	log      *slog.Logger
@@ -98,6 +101,9 @@ func (o *observing) downstreams() []observe.DownstreamStatus {
 	out := make([]observe.DownstreamStatus, 0, len(servers))
 	for _, s := range servers {
 		st := observe.DownstreamStatus{Name: s.name, State: s.state, Tools: len(s.tools)}
+		if exposed := o.exposed.Load(); exposed != nil {
+			st.Exposed = (*exposed)[s.name]
+		}
 		if s.err != nil {
 			st.Err = s.err.Error()
 		}
@@ -173,6 +179,8 @@ func (o *observing) setTools(reg *tools.Registry) {
 		sources[t.Name] = source
 	}
 	o.hub.SetTools(sources)
+	exposed := exposedPerServer(reg)
+	o.exposed.Store(&exposed)
 }
 
 // close flushes the spans not yet sent and stops the exporter, once: Run

@@ -24,8 +24,40 @@ import (
 // buildRegistry registers every tool troupe serves with cfg, with where
 // it comes from (the downstream servers' tools from servers), applies
 // [tools] allow/deny, and warns, through a.regLog, about names Codex would
-// change.
+// cut or rename with a hash; the exposed tools it shows with "_" make one
+// line per server (renameNotes).
 func (a *App) buildRegistry(cfg *config.Config, servers []serverTools) (*tools.Registry, error) {
+	log := a.regLog
+	regs, err := a.registrations(cfg, servers)
+	if err != nil {
+		return nil, err
+	}
+	warnShadowing(log, cfg, regs)
+	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, reg.Len())
+	page, _ := reg.Page(0, reg.Len())
+	for _, t := range page {
+		names = append(names, t.Name)
+	}
+	for _, w := range tools.CodexNameWarnings(cfg.Server.Name, names) {
+		log.Warn("tool name: " + w)
+	}
+	for _, r := range regs {
+		spec := r.Tool.Spec()
+		if spec.Safety.HighRisk && (gate.Policy{Trust: cfg.Approvals.Trust}).Trusts(tools.Spec{Name: spec.Name}) {
+			log.Warn("approvals.trust names a high-risk tool; it will still ask a person every time", "tool", spec.Name)
+		}
+	}
+	a.renames.note(log, regs, reg)
+	return reg, nil
+}
+
+// registrations are every tool cfg defines, with where it comes from (the
+// downstream servers' tools from servers), before [tools] allow/deny.
+func (a *App) registrations(cfg *config.Config, servers []serverTools) ([]tools.Registration, error) {
 	ws, sb, log := a.ws, a.sb, a.regLog
 	var regs []tools.Registration
 	firstParty := map[string]any{
@@ -74,30 +106,7 @@ func (a *App) buildRegistry(cfg *config.Config, servers []serverTools) (*tools.R
 		regs = append(regs, cmds...)
 		regs = dropCollisions(append(regs, proxiedTools(servers, log)...), log)
 	}
-	reg, err := tools.Build(regs, tools.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny})
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, reg.Len())
-	page, _ := reg.Page(0, reg.Len())
-	for _, t := range page {
-		names = append(names, t.Name)
-	}
-	for _, w := range tools.CodexNameWarnings(cfg.Server.Name, names) {
-		log.Warn("tool name: " + w)
-	}
-	for _, r := range regs {
-		spec := r.Tool.Spec()
-		if spec.Safety.HighRisk && (gate.Policy{Trust: cfg.Approvals.Trust}).Trusts(tools.Spec{Name: spec.Name}) {
-			log.Warn("approvals.trust names a high-risk tool; it will still ask a person every time", "tool", spec.Name)
-		}
-		// First-party names are documented with their Codex form; a name
-		// someone configured deserves a word when Codex will show another.
-		if name := r.Tool.Spec().Name; r.Source != "first-party" && tools.CodexName(name) != name {
-			log.Warn("tool name: Codex will show it under another name", "tool", name, "codex_name", tools.CodexName(name), "defined_by", r.Source)
-		}
-	}
-	return reg, nil
+	return regs, nil
 }
 
 // warnUnenforceable logs the tools of reg whose sandbox profile cannot be

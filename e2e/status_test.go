@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +58,8 @@ startup_timeout_sec = 5
 `
 	if withEverything {
 		command, args := everythingStdioCommand(t)
-		tables += stdioServerTable("everything", command, args, "")
+		// Three of its tools enabled: the page says "3 of N".
+		tables += stdioServerTable("everything", command, args, `enabled_tools = ["echo", "get-sum", "get-tiny-image"]`)
 	}
 	return downstreamConfig(t, tables)
 }
@@ -163,10 +166,13 @@ type statusSnapshot struct {
 		State string `json:"state"`
 	} `json:"calls"`
 	Downstreams []struct {
-		Name  string `json:"name"`
-		State string `json:"state"`
-		Err   string `json:"error"`
+		Name    string `json:"name"`
+		State   string `json:"state"`
+		Tools   int    `json:"tools"`
+		Exposed int    `json:"tools_exposed"`
+		Err     string `json:"error"`
 	} `json:"downstreams"`
+	History []json.RawMessage `json:"history"`
 }
 
 // adminGet fetches one of the operators' paths with the bearer token.
@@ -227,6 +233,12 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 
 	s := openSession(t, srv)
+	// Two calls that finish, then one left running: the session made 3.
+	for id := range 2 {
+		if answer := s.call(t, 10+id, "hello"); !strings.Contains(answer, "hello") {
+			t.Fatalf("calling hello: %s", answer)
+		}
+	}
 	s.startCall(t, 2, "sleeper")
 	snap := waitStatus(t, srv, "the sleeper running and the broken server down", func(s statusSnapshot) bool {
 		running, broken := false, false
@@ -244,16 +256,21 @@ func TestStatusPageInBrowser(t *testing.T) {
 			brokenState = d.State
 		}
 	}
+	everythingTools := 0
 	if withEverything {
 		waitStatus(t, srv, "the everything server ready", func(s statusSnapshot) bool {
 			for _, d := range s.Downstreams {
 				if d.Name == "everything" && d.State == "ready" {
+					everythingTools = d.Tools
 					return true
 				}
 			}
 			return false
 		})
 	}
+	// Some seconds of history: more points than a page could sample
+	// itself in the 5 s of virtual time Chromium gives it.
+	waitStatus(t, srv, "10 points of history", func(s statusSnapshot) bool { return len(s.History) >= 10 })
 
 	url := srv.base + "/status?token=" + token
 	dom := dumpDOM(t, chromium, url)
@@ -261,13 +278,31 @@ func TestStatusPageInBrowser(t *testing.T) {
 		`data-tool="sleeper" data-state="running"`, ">sleeper<", ">running<",
 		`data-server="broken" data-state="` + brokenState + `"`, ">broken<", ">" + brokenState + "<",
 		`data-conn="ok"`,
+		// The session's calls (the test's only session): 3 made, 1 in flight.
+		`data-col="calls">3<`, `data-col="in-flight">1<`,
+		// The latency tiles say their window.
+		">Latency p50 (last ", ">Latency p99 (last ",
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the page in Chromium lacks %s", want)
 		}
 	}
-	if withEverything && !strings.Contains(dom, `data-server="everything" data-state="ready"`) {
-		t.Error("the page in Chromium does not show the everything server ready")
+	// The charts start from troupe's history, not from the page's samples.
+	for _, m := range regexp.MustCompile(`data-points="(\d+)"`).FindAllStringSubmatch(dom, -1) {
+		if n, _ := strconv.Atoi(m[1]); n < 10 {
+			t.Errorf("a chart has %s points at the first load, want the served history (10 or more)", m[1])
+		}
+	}
+	if !strings.Contains(dom, `data-points="`) {
+		t.Error("the page in Chromium has no chart of the served history")
+	}
+	if withEverything {
+		if !strings.Contains(dom, `data-server="everything" data-state="ready"`) {
+			t.Error("the page in Chromium does not show the everything server ready")
+		}
+		if want := fmt.Sprintf(`data-col="tools">3 of %d<`, everythingTools); everythingTools <= 3 || !strings.Contains(dom, want) {
+			t.Errorf("the page in Chromium lacks %s (everything lists %d tools)", want, everythingTools)
+		}
 	}
 	if strings.Contains(dom, token) {
 		t.Error("the token is in the page")

@@ -64,6 +64,10 @@ type Hub struct {
 	ring        [auditKept]AuditEntry
 	ringNext    int // where the next record goes
 	ringLen     int
+	hist        history // the page's trends (history.go)
+	// now is the clock of the live view and the history: time.Now, a
+	// test's own clock in tests.
+	now func() time.Time
 }
 
 // toolTable is SetTools' map, read without locks once published.
@@ -91,7 +95,8 @@ type counterKey struct{ outcome, era string }
 type sessionView struct {
 	transport, era, version, client string
 	started                         time.Time
-	calls                           int
+	calls                           int // in flight
+	total                           int // taken by an invoker since the session began
 }
 
 // callView is one call in flight: the Hub's state between CallStarted and
@@ -124,6 +129,7 @@ func New(opts Options) *Hub {
 		sessions:    map[string]*sessionView{},
 		calls:       map[string]*callView{},
 		downstreams: map[string]*downstreamView{},
+		now:         time.Now,
 	}
 	h.m = newMetrics(h.reg, h)
 	h.unknown = h.newToolMetrics(labelUnknown, "")
@@ -232,7 +238,13 @@ func (h *Hub) HTTPRefused(status int) {
 		label = strconv.Itoa(status)
 	}
 	h.m.httpRefused.WithLabelValues(label).Inc()
+	h.mu.Lock()
+	h.hist.at(h.now(), h.gaugesLocked()).refused++
+	h.mu.Unlock()
 }
+
+// gaugesLocked are the live view's gauges now; h.mu is held.
+func (h *Hub) gaugesLocked() gauges { return gauges{inFlight: len(h.calls), sessions: len(h.sessions)} }
 
 // inFlight is the number of calls in flight, for troupe_calls_in_flight.
 func (h *Hub) inFlight() int {
@@ -252,13 +264,18 @@ func (h *Hub) pendingApprovals() int {
 // the Hub's lock, with the main metrics' current values.
 func (h *Hub) Snapshot() Snapshot {
 	now := time.Now()
+	if h != nil {
+		now = h.now()
+	}
 	s := Snapshot{
-		Time:        now,
-		Sessions:    []SessionInfo{},
-		Calls:       []CallInfo{},
-		Downstreams: []DownstreamStatus{},
-		Audit:       []AuditEntry{},
-		Metrics:     MetricsSummary{SpoolBytes: -1},
+		Time:                 now,
+		Sessions:             []SessionInfo{},
+		Calls:                []CallInfo{},
+		Downstreams:          []DownstreamStatus{},
+		Audit:                []AuditEntry{},
+		History:              []HistoryPoint{},
+		Metrics:              MetricsSummary{SpoolBytes: -1},
+		HistoryPeriodSeconds: HistoryPeriod.Seconds(),
 	}
 	if h == nil {
 		return s
@@ -267,7 +284,7 @@ func (h *Hub) Snapshot() Snapshot {
 	h.mu.Lock()
 	for id, v := range h.sessions {
 		s.Sessions = append(s.Sessions, SessionInfo{ID: id, Transport: v.transport, Era: v.era, Version: v.version,
-			Client: v.client, Started: v.started, AgeSeconds: now.Sub(v.started).Seconds(), Calls: v.calls})
+			Client: v.client, Started: v.started, AgeSeconds: now.Sub(v.started).Seconds(), Calls: v.calls, CallsTotal: v.total})
 	}
 	for _, c := range h.calls {
 		s.Calls = append(s.Calls, CallInfo{ID: c.id, Session: c.session, Tool: c.tool.label, State: c.state,
@@ -284,7 +301,11 @@ func (h *Hub) Snapshot() Snapshot {
 	s.Metrics.CallsInFlight = len(h.calls)
 	s.Metrics.Sessions = len(h.sessions)
 	s.Metrics.ApprovalsPending = h.pending
+	var window [latencyBuckets]uint64
+	s.History, window = h.hist.points(now, h.started, h.gaugesLocked(), h.m.callBounds)
 	h.mu.Unlock()
+	s.Metrics.LatencyP50Seconds, s.Metrics.LatencyP99Seconds, s.Metrics.LatencyCalls = windowQuantiles(window, h.m.callBounds)
+	s.Metrics.LatencyWindowSeconds = max(0, min(now.Sub(h.started), historySlots*HistoryPeriod)).Seconds()
 
 	if f := h.opts.Downstreams; f != nil {
 		for _, d := range f() {

@@ -40,7 +40,10 @@ func (h *Hub) SessionStarted(id, transport string) {
 		h.mu.Unlock()
 		return
 	}
-	h.sessions[id] = &sessionView{transport: transport, era: eraPending, started: time.Now()}
+	now := h.now()
+	slot := h.hist.at(now, h.gaugesLocked())
+	h.sessions[id] = &sessionView{transport: transport, era: eraPending, started: now}
+	slot.end = h.gaugesLocked()
 	h.mu.Unlock()
 	h.m.sessions.WithLabelValues(transport, eraPending).Inc()
 }
@@ -79,7 +82,11 @@ func (h *Hub) SessionEnded(id string) {
 	}
 	h.mu.Lock()
 	s := h.sessions[id]
-	delete(h.sessions, id)
+	if s != nil {
+		slot := h.hist.at(h.now(), h.gaugesLocked())
+		delete(h.sessions, id)
+		slot.end = h.gaugesLocked()
+	}
 	h.mu.Unlock()
 	if s != nil {
 		h.m.sessions.WithLabelValues(s.transport, s.era).Dec()
@@ -114,9 +121,12 @@ func (h *Hub) CallStarted(ctx context.Context, c *actors.CallView) context.Conte
 	var move *sessionView
 	from := ""
 	h.mu.Lock()
+	slot := h.hist.at(v.started, h.gaugesLocked()) // the invoker's clock: one time.Now less
 	h.calls[c.ID] = v
+	slot.end = h.gaugesLocked()
 	if s := h.sessions[c.Session]; s != nil {
 		s.calls++
+		s.total++
 		if s.era == eraPending && v.era == "modern" {
 			// A hidden session serving 2026-07-28 requests never
 			// initializes: its calls tell its era.
@@ -205,7 +215,20 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 		took = time.Since(v.started)
 	}
 
+	ended := time.Time{}
+	if r != nil {
+		ended = r.Stopped
+	}
+	if ended.IsZero() {
+		ended = h.now()
+	}
 	h.mu.Lock()
+	slot := h.hist.at(ended, h.gaugesLocked())
+	slot.calls++
+	if outcome != "ok" {
+		slot.failed++
+	}
+	slot.latency[latencyBucket(h.m.callBounds, took.Seconds())]++
 	if v != nil {
 		if _, ok := h.calls[v.id]; ok {
 			delete(h.calls, v.id)
@@ -229,6 +252,7 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 			h.ringLen++
 		}
 	}
+	slot.end = h.gaugesLocked()
 	h.mu.Unlock()
 
 	h.series.RLock()
@@ -316,9 +340,9 @@ func (h *Hub) SandboxStarted(profile sandbox.Profile, took time.Duration, err er
 	h.m.sandboxFailures.WithLabelValues(p, stage).Inc()
 }
 
-// summarize fills the page's counters and latency quantiles from the
-// metrics /metrics serves: calls_total summed over its series, and p50 and
-// p99 estimated from call_duration_seconds' buckets over all tools.
+// summarize fills the page's counters from the metrics /metrics serves:
+// calls_total summed over its series. (The latency quantiles come from the
+// history's window: Snapshot.)
 func (h *Hub) summarize(s *MetricsSummary) {
 	for _, m := range collect(h.m.calls) {
 		n := uint64(m.GetCounter().GetValue())
@@ -332,19 +356,6 @@ func (h *Hub) summarize(s *MetricsSummary) {
 	for _, m := range collect(h.m.httpRefused) {
 		s.HTTPRefusedTotal += uint64(m.GetCounter().GetValue())
 	}
-	var total uint64
-	cum := make([]uint64, len(h.m.callBounds))
-	for _, m := range collect(h.m.callDuration) {
-		hg := m.GetHistogram()
-		total += hg.GetSampleCount()
-		for i, b := range hg.GetBucket() {
-			if i < len(cum) {
-				cum[i] += b.GetCumulativeCount()
-			}
-		}
-	}
-	s.LatencyP50Seconds = quantile(0.5, h.m.callBounds, cum, total)
-	s.LatencyP99Seconds = quantile(0.99, h.m.callBounds, cum, total)
 }
 
 // collect reads a collector's current series.

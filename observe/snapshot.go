@@ -52,8 +52,14 @@ type Snapshot struct {
 	// Audit holds the last audit records (at most 50), newest first.
 	Audit []AuditEntry `json:"audit"`
 	// Metrics are the current values of the main metrics, for the page's
-	// charts (the page samples them on every refresh).
+	// tiles.
 	Metrics MetricsSummary `json:"metrics"`
+	// History is the last five minutes (since the Hub began, when that
+	// is shorter), one point per HistoryPeriodSeconds, oldest first, the
+	// last the period now running: the page's trend charts, drawn in full
+	// as soon as the page opens.
+	History              []HistoryPoint `json:"history"`
+	HistoryPeriodSeconds float64        `json:"history_period_seconds"`
 }
 
 // SessionInfo is one session in a Snapshot.
@@ -75,6 +81,9 @@ type SessionInfo struct {
 	AgeSeconds float64 `json:"age_seconds"`
 	// Calls counts the session's calls in flight.
 	Calls int `json:"calls"`
+	// CallsTotal counts the calls the session has made (each taken by an
+	// invoker), those in flight included.
+	CallsTotal int `json:"calls_total"`
 }
 
 // CallInfo is one call in flight in a Snapshot.
@@ -105,6 +114,10 @@ type DownstreamStatus struct {
 	State string `json:"state"`
 	// Tools counts the tools it offers (0 when unknown).
 	Tools int `json:"tools"`
+	// Exposed counts those of its tools sessions see: after
+	// enabled_tools, disabled_tools, tools.allow and tools.deny (0 when
+	// unknown, as Tools).
+	Exposed int `json:"tools_exposed"`
 	// Err says why it failed, fit for a client: no host paths, no
 	// secrets.
 	Err string `json:"error,omitempty"`
@@ -143,10 +156,14 @@ type MetricsSummary struct {
 	// ApprovalsPending is the number of calls waiting for a person.
 	ApprovalsPending int `json:"approvals_pending"`
 	// LatencyP50Seconds and LatencyP99Seconds estimate the whole-call
-	// latency's median and 99th percentile over all tools, from the
-	// latency histogram's buckets (0 before the first call).
-	LatencyP50Seconds float64 `json:"latency_p50_seconds"`
-	LatencyP99Seconds float64 `json:"latency_p99_seconds"`
+	// latency's median and 99th percentile over all tools, of the
+	// LatencyCalls calls that finished in the last LatencyWindowSeconds
+	// (five minutes, or the Hub's age when shorter), from the latency
+	// histogram's buckets; 0 without calls.
+	LatencyP50Seconds    float64 `json:"latency_p50_seconds"`
+	LatencyP99Seconds    float64 `json:"latency_p99_seconds"`
+	LatencyCalls         uint64  `json:"latency_calls"`
+	LatencyWindowSeconds float64 `json:"latency_window_seconds"`
 	// HTTPRefusedTotal counts the HTTP requests refused (4xx, 5xx).
 	HTTPRefusedTotal uint64 `json:"http_refused_total"`
 	// SpoolBytes is the spool's size now (-1 when not reported).

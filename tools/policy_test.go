@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,5 +39,45 @@ func TestCodexNameWarnings(t *testing.T) {
 	w := CodexNameWarnings("troupe", []string{"dup.x", "dup_x", strings.Repeat("a", 130)})
 	if len(w) != 2 || !strings.Contains(strings.Join(w, "\n"), `"dup.x", "dup_x"`) || !strings.Contains(strings.Join(w, "\n"), "over its 128") {
 		t.Fatalf("warnings: %v", w)
+	}
+}
+
+func TestMayMatchUnder(t *testing.T) {
+	for _, c := range []struct {
+		pattern, prefix string
+		want            bool
+	}{
+		{"*", "fs.", true},
+		{"fs.*", "fs.", true},
+		{"f*", "fs.", true},
+		{"fs*", "fs.", true},
+		{"fs.writeFile", "fs.", true},
+		{"fs.", "fs.", false}, // the name goes on after the prefix
+		{"fs", "fs.", false},
+		{"repo.*", "fs.", false},
+		{"hel?o", "fs.", false},
+		{"?s.x", "fs.", true},
+		{"[a-f]s.*", "fs.", true},
+		{"[^f]s.*", "fs.", false},
+		{`fs\.*`, "fs.", true},
+		{"*.exec", "shell.", true},
+		{"[", "fs.", false}, // malformed: matches nothing
+	} {
+		if got := MayMatchUnder(c.pattern, c.prefix); got != c.want {
+			t.Errorf("MayMatchUnder(%q, %q) = %v, want %v", c.pattern, c.prefix, got, c.want)
+		}
+	}
+}
+
+func TestPolicyExplain(t *testing.T) {
+	p := Policy{Allow: []string{"*"}, Deny: []string{"fs.*", "nothing"}}
+	got := p.Explain([]string{"repo.readFile", "fs.writeFile"}, []string{"fs.", "everything."})
+	want := []PatternMatch{
+		{List: "allow", Pattern: "*", Tools: []string{"fs.writeFile", "repo.readFile"}, Prefixes: []string{"fs.", "everything."}},
+		{List: "deny", Pattern: "fs.*", Tools: []string{"fs.writeFile"}, Prefixes: []string{"fs."}},
+		{List: "deny", Pattern: "nothing"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Explain:\n got %+v\nwant %+v", got, want)
 	}
 }

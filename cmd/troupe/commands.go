@@ -104,7 +104,7 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 	if !ok {
 		return code
 	}
-	server, err := app.New(cfg, inspectOptions(dir, stderr))
+	server, err := app.New(cfg, inspectOptions(cfg, dir, stderr))
 	if err != nil {
 		return refused(err, func(p error) { fmt.Fprintln(stderr, "troupe:", p) })
 	}
@@ -121,12 +121,39 @@ func configCommand(args []string, stdout, stderr *os.File) int {
 		return exitRuntime
 	}
 	_, _ = stdout.Write(out)
+	patterns, err := server.ToolPatterns()
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return exitRuntime
+	}
+	writePatterns(stdout, patterns)
 	return exitOK
 }
 
 // configCheckFlags declares the flags of "troupe config check": the
 // command parses them, and "troupe completion" offers them.
 func configCheckFlags() *commonFlags { return newCommonFlags(configCheckHelp(), true) }
+
+// writePatterns says, as TOML comments after the effective configuration,
+// which tools each tools.allow and tools.deny pattern matches: a pattern
+// such as "fs.*" may hide troupe's own tools and a server's at once.
+func writePatterns(w io.Writer, p app.ToolPatterns) {
+	fmt.Fprintln(w, "\n# What tools.allow and tools.deny match: troupe's own tools by name, a downstream server's by")
+	fmt.Fprintln(w, "# its prefix (its tools are known once it runs: \"troupe tools\" lists them).")
+	for _, m := range p.Matches {
+		var parts []string
+		if len(m.Tools) > 0 {
+			parts = append(parts, strings.Join(m.Tools, ", "))
+		}
+		for _, prefix := range m.Prefixes {
+			parts = append(parts, fmt.Sprintf("the tools of [mcp_servers.%s] it fits (%s…)", tomlKey(p.Servers[prefix]), prefix))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no tool troupe knows of")
+		}
+		fmt.Fprintf(w, "#   %s %s: %s\n", m.List, strconv.Quote(m.Pattern), strings.Join(parts, "; "))
+	}
+}
 
 // toolsCommand is "troupe tools [--json]": the tools a session would see
 // with this configuration, and what Codex would call them.
@@ -137,7 +164,7 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		return code
 	}
 	// The same checks as serve: a config serve refuses lists nothing.
-	server, err := app.New(cfg, inspectOptions(dir, stderr))
+	server, err := app.New(cfg, inspectOptions(cfg, dir, stderr))
 	if err != nil {
 		return refused(err, func(p error) { fmt.Fprintln(stderr, "troupe:", p) })
 	}
@@ -160,7 +187,7 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 			if s.Err != nil {
 				fmt.Fprintf(stdout, "server %s: %s: %v\n", s.Name, s.State, s.Err)
 			} else {
-				fmt.Fprintf(stdout, "server %s: %s, %d tools\n", s.Name, s.State, s.Tools)
+				fmt.Fprintf(stdout, "server %s: %s, %s\n", s.Name, s.State, toolCount(s.Exposed, s.Tools))
 			}
 		}
 		if len(servers) > 0 {
@@ -172,7 +199,7 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		enc.SetIndent("", "  ")
 		var states []map[string]any
 		for _, s := range servers {
-			st := map[string]any{"name": s.Name, "state": s.State, "tools": s.Tools}
+			st := map[string]any{"name": s.Name, "state": s.State, "tools": s.Tools, "tools_exposed": s.Exposed}
 			if s.Err != nil {
 				st["error"] = s.Err.Error()
 			}
@@ -204,11 +231,27 @@ func toolsFlags() (*commonFlags, *bool) {
 	return c, c.fs.Bool("json", false, "print JSON: the tools/list entries (_meta included), the servers' states and the Codex names")
 }
 
+// toolCount says how many of a server's tools sessions see: "14 tools",
+// or "3 of 14 tools" when some are left out.
+func toolCount(exposed, listed int) string {
+	if exposed == listed {
+		return fmt.Sprintf("%d tools", listed)
+	}
+	return fmt.Sprintf("%d of %d tools", exposed, listed)
+}
+
 // inspectOptions are the app's options for the commands that inspect a
-// configuration without serving: warnings and worse on stderr.
-func inspectOptions(dir string, stderr io.Writer) app.Options {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return app.Options{Workspace: dir, Version: buildVersion(), Logger: log}
+// configuration without serving: warnings and worse on stderr, in the
+// format [logging] gives serve's log (the same lines read the same in
+// both), secrets masked.
+func inspectOptions(cfg *config.Config, dir string, stderr io.Writer) app.Options {
+	opts, err := logOptions(stderr, cfg)
+	if err != nil { // validated by config.Load; plain text if not
+		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	opts.Logger = slog.New(warnOnly{opts.Logger.Handler()})
+	opts.Workspace, opts.Version, opts.Level, opts.Secrets = dir, buildVersion(), nil, nil
+	return opts
 }
 
 // firstLine is s up to its first sentence's end or line break.

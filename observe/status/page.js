@@ -1,13 +1,13 @@
 "use strict";
 // troupe's status page: polls its JSON (the Hub's snapshot) every 2 s and
-// redraws. Server data only ever reaches the page as text nodes
-// (textContent) and attribute values (setAttribute): never as HTML.
+// redraws. The trend charts draw the snapshot's history (the Hub keeps the
+// last 5 minutes), so they are full as soon as the page opens. Server data
+// only ever reaches the page as text nodes (textContent) and attribute
+// values (setAttribute): never as HTML.
 (function () {
   const POLL_MS = 2000;
-  const HISTORY = 90; // samples kept for the charts: 3 minutes at 2 s
+  const HISTORY = 150; // the points a chart spans: the Hub's 5 minutes at 2 s
   const SVG = "http://www.w3.org/2000/svg";
-  const history = [];
-  let prev = null; // the previous snapshot, for rates
 
   // el makes an element; children that are strings become text nodes.
   function el(tag, attrs, ...children) {
@@ -66,16 +66,24 @@
     c.textContent = text;
   }
 
+  // windowText says how far back a window of seconds goes: "5 min", "40 s".
+  function windowText(seconds) {
+    const s = Math.max(0, Math.round(seconds || 0));
+    return s >= 60 ? Math.round(s / 60) + " min" : s + " s";
+  }
+
   function tiles(s) {
     const m = s.metrics || {};
+    const win = " (last " + windowText(m.latency_window_seconds) + ")";
+    const lat = (v) => (m.latency_calls > 0 ? secs(v) : "–");
     const items = [
       ["Sessions", m.sessions],
       ["Calls in flight", m.calls_in_flight],
       ["Waiting for approval", m.approvals_pending],
       ["Calls finished", m.calls_total],
       ["Calls failed", m.calls_failed],
-      ["Latency p50", secs(m.latency_p50_seconds)],
-      ["Latency p99", secs(m.latency_p99_seconds)],
+      ["Latency p50" + win, lat(m.latency_p50_seconds)],
+      ["Latency p99" + win, lat(m.latency_p99_seconds)],
       ["HTTP refused", m.http_refused_total],
       ["Spool", bytes(m.spool_bytes)],
       ["Up", age(s.uptime_seconds)],
@@ -84,26 +92,18 @@
       el("div", { class: "tile" }, el("div", { class: "v" }, v === undefined ? "–" : v), el("div", { class: "k" }, k))));
   }
 
-  function sample(s) {
-    const m = s.metrics || {};
-    const t = Date.parse(s.time) || Date.now();
-    let rate = 0, refusedRate = 0;
-    if (prev) {
-      const dt = (t - prev.t) / 1000;
-      if (dt > 0) {
-        rate = Math.max(0, (m.calls_total - prev.calls) / dt);
-        refusedRate = Math.max(0, (m.http_refused_total - prev.refused) / dt);
-      }
-    }
-    prev = { t, calls: m.calls_total || 0, refused: m.http_refused_total || 0 };
-    history.push({
-      rate, refusedRate, inflight: m.calls_in_flight || 0, sessions: m.sessions || 0,
-      p50: m.latency_p50_seconds || 0, p99: m.latency_p99_seconds || 0,
-    });
-    while (history.length > HISTORY) history.shift();
+  // points are the snapshot's history as the charts plot it: rates per
+  // second, the rest as served.
+  function points(s) {
+    const period = s.history_period_seconds || POLL_MS / 1000;
+    return (s.history || []).slice(-HISTORY).map((h) => ({
+      rate: (h.calls || 0) / period, refusedRate: (h.http_refused || 0) / period,
+      inflight: h.calls_in_flight || 0, sessions: h.sessions || 0,
+      p50: h.latency_p50_seconds || 0, p99: h.latency_p99_seconds || 0,
+    }));
   }
 
-  function chart(title, key, format) {
+  function chart(history, title, key, format) {
     const values = history.map((h) => h[key]);
     const max = Math.max(...values, 1e-9);
     const w = 300, h = 48;
@@ -115,6 +115,7 @@
     svg.setAttribute("preserveAspectRatio", "none");
     svg.setAttribute("role", "img");
     svg.setAttribute("aria-label", title);
+    svg.setAttribute("data-points", values.length);
     if (pts.length > 1) {
       const area = document.createElementNS(SVG, "polygon");
       area.setAttribute("points", x0.toFixed(1) + "," + h + " " + pts.join(" ") + " " + w + "," + h);
@@ -128,15 +129,16 @@
       svg);
   }
 
-  function charts() {
+  function charts(s) {
     const n = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(2));
+    const h = points(s);
     document.getElementById("charts").replaceChildren(
-      chart("Calls finished / s", "rate", n),
-      chart("Calls in flight", "inflight", n),
-      chart("Sessions", "sessions", n),
-      chart("Latency p50", "p50", secs),
-      chart("Latency p99", "p99", secs),
-      chart("HTTP refused / s", "refusedRate", n),
+      chart(h, "Calls finished / s", "rate", n),
+      chart(h, "Calls in flight", "inflight", n),
+      chart(h, "Sessions", "sessions", n),
+      chart(h, "Latency p50 (per 2 s)", "p50", secs),
+      chart(h, "Latency p99 (per 2 s)", "p99", secs),
+      chart(h, "HTTP refused / s", "refusedRate", n),
     );
   }
 
@@ -157,7 +159,8 @@
       el("tr", { "data-server": d.name, "data-state": d.state },
         el("td", { class: "mono" }, d.name),
         el("td", {}, badge(d.state, serverStates[d.state] || "info", d.state)),
-        el("td", { class: "num" }, d.tools),
+        el("td", { class: "num", "data-col": "tools" },
+          d.tools_exposed !== undefined && d.tools_exposed !== d.tools ? d.tools_exposed + " of " + d.tools : d.tools),
         el("td", { class: "err" }, d.error || ""))));
   }
 
@@ -176,14 +179,15 @@
     }));
     document.getElementById("session-counts").hidden = list.length === 0;
     fill("sessions", list.map((x) =>
-      el("tr", {},
+      el("tr", { "data-session": x.id },
         el("td", { class: "mono" }, x.id),
         el("td", {}, x.transport),
         el("td", {}, x.era),
         el("td", {}, x.version || ""),
         el("td", {}, x.client || ""),
         el("td", { class: "num" }, age(x.age_seconds)),
-        el("td", { class: "num" }, x.calls))));
+        el("td", { class: "num", "data-col": "calls" }, x.calls_total || 0),
+        el("td", { class: "num", "data-col": "in-flight" }, x.calls || 0))));
   }
 
   function audit(s) {
@@ -200,9 +204,8 @@
 
   function render(s) {
     document.getElementById("version").textContent = s.version || "";
-    sample(s);
     tiles(s);
-    charts();
+    charts(s);
     calls(s);
     downstreams(s);
     sessions(s);

@@ -7,9 +7,10 @@
 //	GET /status/   the page's data: the Hub's Snapshot as JSON
 //
 // The page is a single document: its CSS and JavaScript are inline, its
-// charts are inline SVG drawn from a short history the page itself keeps
-// (it samples the JSON every 2 s), and it loads nothing from anywhere
-// else, so it works on a machine without Internet access and its Content
+// charts are inline SVG drawn from the history the JSON carries (the Hub
+// keeps the last 5 minutes, one point per 2 s, the page's polling period,
+// so a page opened now shows them at once), and it loads nothing from
+// anywhere else, so it works on a machine without Internet access and its Content
 // Security Policy can forbid every other source: the script and the style
 // are allowed by their SHA-256 hashes, the page may only fetch its own
 // origin. Server data (tool names, error texts, client names) reaches the

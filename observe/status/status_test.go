@@ -42,7 +42,7 @@ func newFake() *fakeSource {
 		Version: "v9.9.9-test", Time: now, UptimeSeconds: 125,
 		Sessions: []observe.SessionInfo{
 			{ID: "s-0123456789abcdef", Transport: "http", Era: "legacy", Version: "2025-06-18",
-				Client: hostile, Started: now.Add(-time.Minute), AgeSeconds: 60, Calls: 2},
+				Client: hostile, Started: now.Add(-time.Minute), AgeSeconds: 60, Calls: 2, CallsTotal: 7},
 			{ID: "stdio-1", Transport: "stdio", Era: "pending", Started: now, AgeSeconds: 1},
 		},
 		Calls: []observe.CallInfo{
@@ -52,7 +52,7 @@ func newFake() *fakeSource {
 				Started: now.Add(-2 * time.Second), AgeSeconds: 2},
 		},
 		Downstreams: []observe.DownstreamStatus{
-			{Name: "everything", State: "ready", Tools: 11},
+			{Name: "everything", State: "ready", Tools: 14, Exposed: 3},
 			{Name: "broken", State: "down", Err: "cannot start: " + hostile},
 		},
 		Audit: []observe.AuditEntry{
@@ -60,8 +60,20 @@ func newFake() *fakeSource {
 				CorrelationID: "c-done", Session: "s-0123456789abcdef"},
 		},
 		Metrics: observe.MetricsSummary{CallsTotal: 1, CallsInFlight: 2, Sessions: 2, ApprovalsPending: 1,
-			LatencyP50Seconds: 0.004, LatencyP99Seconds: 0.2, HTTPRefusedTotal: 4, SpoolBytes: 2048},
+			LatencyP50Seconds: 0.004, LatencyP99Seconds: 0.2, LatencyCalls: 1, LatencyWindowSeconds: 300,
+			HTTPRefusedTotal: 4, SpoolBytes: 2048},
+		History:              history(),
+		HistoryPeriodSeconds: 2,
 	}}
+}
+
+// history is five minutes of made-up points: a call every other period.
+func history() []observe.HistoryPoint {
+	out := make([]observe.HistoryPoint, 150)
+	for i := range out {
+		out[i] = observe.HistoryPoint{Sessions: 2, CallsInFlight: i % 3, Calls: uint32(i % 2), LatencyP50Seconds: 0.004 * float64(i%2)}
+	}
+	return out
 }
 
 func get(t *testing.T, h http.Handler, method, path string) *http.Response {
@@ -138,6 +150,9 @@ func TestPageRendersInChromium(t *testing.T) {
 		`data-tool="sleeper" data-state="running"`, ">running<", ">waiting for approval<",
 		`data-server="broken" data-state="down"`, `data-server="everything" data-state="ready"`,
 		">fs.readFile<", ">c-done<", ">v9.9.9-test<", `data-conn="ok"`, "<svg", "<polyline",
+		`data-points="150"`, // the served history, drawn at the first load
+		`data-col="tools">3 of 14<`, `data-col="calls">7<`, `data-col="in-flight">2<`,
+		">Latency p50 (last 5 min)<", ">Latency p99 (last 5 min)<",
 		"&lt;img src=x onerror=", // the hostile strings, as text
 	} {
 		if !strings.Contains(dom, want) {
