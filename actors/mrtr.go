@@ -15,6 +15,12 @@ import (
 	"troupe/tools"
 )
 
+// An MRTR round (multi round-trip request, the 2026-07-28 era's way to ask
+// the client something) is one input_required result
+// (protocol.InputRequiredResult) and the client's retry that answers it.
+// This file holds troupe's side of both for tools/call: the approval's
+// round and a tool's own.
+
 // approvalInputKey names troupe's one input request in an input_required
 // result; the client's retry answers it under the same key.
 const approvalInputKey = "approval"
@@ -81,10 +87,10 @@ func (s *session) mrtrFor(req *jsonrpc2.Request) (*mrtrCall, bool) {
 	return m, true
 }
 
-// askStateless is the gate's question in 2026-07-28: input_required with
-// the approval form and a sealed requestState (askFirst); the client's
-// retry comes back through retryStateless.
-func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+// askInRound is the gate's question in the 2026-07-28 era: an MRTR round,
+// input_required with the approval form and a sealed requestState
+// (askFirst); the client's retry comes back through retryRound.
+func (inv *invocation) askInRound(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
 	m := inv.call.mrtr
 	if m == nil || m.sealer == nil {
 		inv.decided(approvalUnavailable, "no approval state sealer")
@@ -96,8 +102,8 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 	inv.askFirst(ctx, spec, args, m)
 }
 
-// retryStateless handles a 2026-07-28 retry (a tools/call with
-// requestState or inputResponses): the state must open for this caller
+// retryRound handles the retry that ends an MRTR round (a 2026-07-28
+// tools/call with requestState or inputResponses): the state must open for this caller
 // and this very call before anything else happens. A state that fails is
 // refused with -32602 and nothing runs. An approval's state decides from
 // the person's answer, as the handshake era's elicitation/create does; a
@@ -110,7 +116,7 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 // for. So a caller that repeats such retries neither uses its state up
 // nor adds one (issue 23: each used to spend one and get a fresh one, and
 // 4,096 of them filled the memory every caller's approvals share).
-func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+func (inv *invocation) retryRound(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
 	m := inv.call.mrtr
 	refuse := func(detail string) {
 		inv.decided(approvalBadState, detail)
