@@ -224,14 +224,14 @@ func (inv *invocation) start(ctx actor.Context) {
 	inv.hash = gate.Hash(gate.Call{Spec: spec, Arguments: args, Decoded: checked.Value, Preview: inv.preview, Session: inv.call.overrides})
 	switch {
 	case inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.retry():
-		inv.retryStateless(ctx, spec, args)
+		inv.retryRound(ctx, spec, args)
 		return
 	case !spec.Safety.NeedsApproval():
 		inv.decision = approvalNotRequired
 	case inv.call.trusted != nil && *inv.call.trusted == entry.Fingerprint(), inv.call.gate.Trusts(spec):
 		inv.decision = approvalTrusted
 	case inv.call.stateless:
-		inv.askStateless(ctx, spec, args)
+		inv.askInRound(ctx, spec, args)
 		return
 	case !inv.call.form:
 		inv.decided(approvalUnavailable, "the client cannot show approval forms")

@@ -15,6 +15,12 @@ import (
 	"troupe/tools"
 )
 
+// An MRTR round (multi round-trip request, the 2026-07-28 era's way to ask
+// the client something) is one input_required result
+// (protocol.InputRequiredResult) and the client's retry that answers it.
+// This file holds troupe's side of both for tools/call: the approval's
+// round and a tool's own.
+
 // approvalInputKey names troupe's one input request in an input_required
 // result; the client's retry answers it under the same key.
 const approvalInputKey = "approval"
@@ -81,10 +87,10 @@ func (s *session) mrtrFor(req *jsonrpc2.Request) (*mrtrCall, bool) {
 	return m, true
 }
 
-// askStateless is the gate's question in 2026-07-28: input_required with
-// the approval form and a sealed requestState (askFirst); the client's
-// retry comes back through retryStateless.
-func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+// askInRound is the gate's question in the 2026-07-28 era: an MRTR round,
+// input_required with the approval form and a sealed requestState
+// (askFirst); the client's retry comes back through retryRound.
+func (inv *invocation) askInRound(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
 	m := inv.call.mrtr
 	if m == nil || m.sealer == nil {
 		inv.decided(approvalUnavailable, "no approval state sealer")
@@ -96,8 +102,8 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 	inv.askFirst(ctx, spec, args, m)
 }
 
-// retryStateless handles a 2026-07-28 retry (a tools/call with
-// requestState or inputResponses): the state must open for this caller
+// retryRound handles the retry that ends an MRTR round (a 2026-07-28
+// tools/call with requestState or inputResponses): the state must open for this caller
 // and this very call before anything else happens. A state that fails is
 // refused with -32602 and nothing runs. An approval's state decides from
 // the person's answer, as the handshake era's elicitation/create does; a
@@ -110,11 +116,11 @@ func (inv *invocation) askStateless(ctx actor.Context, spec tools.Spec, args jso
 // for. So a caller that repeats such retries neither uses its state up
 // nor adds one (issue 23: each used to spend one and get a fresh one, and
 // 4,096 of them filled the memory every caller's approvals share).
-func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+func (inv *invocation) retryRound(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
 	m := inv.call.mrtr
 	refuse := func(detail string) {
 		inv.decided(approvalBadState, detail)
-		inv.answerOther(protocol.NewError(protocol.CodeInvalidParams,
+		inv.answerRPCError(protocol.NewError(protocol.CodeInvalidParams,
 			"invalid params: requestState: "+detail+"; "+spec.Name+" was not run. Call it again without requestState to be asked anew.", nil),
 			approvalBadState)
 	}
@@ -151,7 +157,7 @@ func (inv *invocation) retryStateless(ctx actor.Context, spec tools.Spec, args j
 		}
 		if p.Asks && len(m.responses) == 0 {
 			inv.decided(approvalBadState, "the retry answers none of the tool's input requests")
-			inv.answerOther(protocol.NewError(protocol.CodeInvalidParams,
+			inv.answerRPCError(protocol.NewError(protocol.CodeInvalidParams,
 				"invalid params: inputResponses: the retry answers none of the input requests; send the answers "+
 					"with the same requestState (it is still valid). "+spec.Name+" is waiting for them.", nil), approvalBadState)
 			return
@@ -222,7 +228,7 @@ func (inv *invocation) toolAsks(ir *tools.InputRequired) {
 			return
 		}
 		if what, ok := requiredCapability(r.Method, r.Params, m.caps); !ok {
-			inv.answerOther(protocol.NewError(protocol.CodeMissingCapability,
+			inv.answerRPCError(protocol.NewError(protocol.CodeMissingCapability,
 				"Server requires the "+what+" for this request: "+spec.Name+" asks the client a question",
 				map[string]any{"requiredCapabilities": capabilityObject(r.Method, r.Params)}), approvalUnavailable)
 			return
@@ -241,7 +247,7 @@ func (inv *invocation) toolAsks(ir *tools.InputRequired) {
 		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " needs input that cannot be asked for; see the server log"})
 		return
 	}
-	inv.answerOther(map[string]any{"resultType": "input_required", "inputRequests": ir.Requests, "requestState": state}, approvalAsked)
+	inv.answerRound(protocol.NewInputRequired(ir.Requests, state))
 }
 
 // capabilityObject is the requiredCapabilities member of a -32021 error for
@@ -297,7 +303,7 @@ func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.Ra
 // not declare form elicitation: -32021 with requiredCapabilities.
 func (inv *invocation) noElicitation(spec tools.Spec) {
 	inv.decided(approvalUnavailable, "the request did not declare the elicitation capability")
-	inv.answerOther(protocol.NewError(protocol.CodeMissingCapability,
+	inv.answerRPCError(protocol.NewError(protocol.CodeMissingCapability,
 		"Server requires the elicitation capability for this request: "+spec.Name+" needs a person's approval",
 		map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{}}}), approvalUnavailable)
 }
@@ -308,13 +314,14 @@ func (inv *invocation) askUnder(spec tools.Spec, args json.RawMessage, state str
 	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
 		inv.call.version, inv.hash)
 	restrictForm(form, offer, spec.Name)
+	question, err := protocol.ElicitInputRequest(form)
+	if err != nil {
+		inv.logAt(slog.LevelError, "encoding an approval form", "err", err)
+		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "cannot ask for approval; see the server log"})
+		return
+	}
 	inv.decided(approvalAsked, "input_required with the choices "+offer.String())
-	inv.answerOther(map[string]any{
-		"resultType": "input_required",
-		"inputRequests": map[string]any{approvalInputKey: map[string]any{
-			"method": protocol.MethodElicitationCreate, "params": form}},
-		"requestState": state,
-	}, approvalAsked)
+	inv.answerRound(protocol.NewInputRequired(map[string]json.RawMessage{approvalInputKey: question}, state))
 }
 
 // restrictForm removes the choices offer leaves out from the form's one
@@ -377,18 +384,29 @@ func (inv *invocation) answerBusy(spec tools.Spec, err error) {
 			"limit": busy.Limit, "stateLifetimeMs": busy.TTL.Milliseconds()}
 	}
 	inv.decided(approvalTooMany, err.Error())
-	inv.answerOther(protocol.NewError(protocol.CodeServerBusy, err.Error()+"; "+spec.Name+" was not run.", data), approvalTooMany)
+	inv.answerRPCError(protocol.NewError(protocol.CodeServerBusy, err.Error()+"; "+spec.Name+" was not run.", data), approvalTooMany)
 }
 
-// answerOther ends the call with an answer that is not a CallToolResult
-// (an input_required result, or a JSON-RPC error), logged and audited as
-// every call is.
-func (inv *invocation) answerOther(other any, outcome string) {
+// answerRound ends the call with an MRTR round's input_required result,
+// logged and audited as every call is (the outcome is approvalAsked).
+func (inv *invocation) answerRound(ir *protocol.InputRequiredResult) {
+	inv.answerWithout(&callFinished{id: inv.id, from: inv.self, input: ir}, approvalAsked)
+}
+
+// answerRPCError ends the call with a JSON-RPC error instead of a
+// CallToolResult, logged and audited with outcome.
+func (inv *invocation) answerRPCError(e *jsonrpc2.Error, outcome string) {
+	inv.answerWithout(&callFinished{id: inv.id, from: inv.self, refused: e}, outcome)
+}
+
+// answerWithout ends the call with fin, an answer that is not a
+// CallToolResult, logged and audited as every call is.
+func (inv *invocation) answerWithout(fin *callFinished, outcome string) {
 	if inv.done {
 		return
 	}
 	inv.done = true
 	inv.logAt(slog.LevelInfo, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
 	inv.audit(outcome)
-	inv.finished(&callFinished{id: inv.id, from: inv.self, other: other})
+	inv.finished(fin)
 }

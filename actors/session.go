@@ -108,9 +108,12 @@ type callFinished struct {
 	id     jsonrpc2.ID
 	from   *actor.PID // the invocation: a reused id may name a newer call
 	result *protocol.CallToolResult
-	// other, when set, is the answer instead of result: a 2026-07-28
-	// input_required result, or a *jsonrpc2.Error.
-	other any
+	// input, when set, is the answer instead of result: a 2026-07-28
+	// MRTR round's input_required result.
+	input *protocol.InputRequiredResult
+	// refused, when set, is the answer instead of result: a JSON-RPC
+	// error (a refused MRTR round, or a state over its bound).
+	refused *jsonrpc2.Error
 	// reusable: the invoker can run the session's next call (its tool
 	// has returned); else the session stops it.
 	reusable bool
@@ -675,21 +678,19 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 		return // a cancelled call's invoker is stopping already
 	}
 	call.answered = true
-	switch o := msg.other.(type) {
-	case *jsonrpc2.Error:
-		s.send(&jsonrpc2.Response{ID: msg.id, Error: o})
-	case nil:
-		if call.method {
-			s.send(methodAnswer(msg.id, msg.result))
-			break
-		}
+	switch {
+	case msg.refused != nil:
+		s.send(&jsonrpc2.Response{ID: msg.id, Error: msg.refused})
+	case msg.input != nil:
+		s.reply(msg.id, msg.input)
+	case call.method:
+		s.send(methodAnswer(msg.id, msg.result))
+	default:
 		v := s.version
 		if call.modern != nil {
 			v = call.modern.Version
 		}
 		s.reply(msg.id, protocol.ShapeResult(v, msg.result))
-	default:
-		s.reply(msg.id, o)
 	}
 	if !msg.reusable {
 		ctx.Stop(call.pid) // its tool still unwinds; childEnded forgets the call

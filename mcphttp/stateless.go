@@ -148,7 +148,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 			return // the client left (Close cancels), or the server stopped the call
 		}
 		s.Delivered(st)
-		writeJSON(w, modernStatus(final.Data), final.Data)
+		writeJSON(w, answerStatus(final.Error), final.Data)
 		answered = true
 		return
 	}
@@ -205,16 +205,13 @@ func (h *Handler) statelessInFlight() (requests, subscriptions int) {
 	return h.stateless, h.listening
 }
 
-// modernStatus is the HTTP status of a stateless answer: 400 for the
-// errors the transport says are client faults, 200 otherwise.
-func modernStatus(data []byte) int {
-	var probe struct {
-		Error *struct {
-			Code int64 `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(data, &probe) == nil && probe.Error != nil {
-		switch probe.Error.Code {
+// answerStatus is the HTTP status of a 2026-07-28 answer, from the error
+// it answers with (httptransport.Event.Error; nil for a result, an
+// input_required result included): 400 for the errors the transport says
+// are client faults, 200 otherwise.
+func answerStatus(e *jsonrpc2.Error) int {
+	if e != nil {
+		switch e.Code {
 		case protocol.CodeHeaderMismatch, protocol.CodeMissingCapability, protocol.CodeUnsupportedVersion:
 			return http.StatusBadRequest
 		}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
 )
 
 // Stream is one SSE stream of an HTTP session: the messages its session
@@ -46,6 +48,10 @@ type Event struct {
 	Seq   uint64
 	Data  []byte // one JSON-RPC message
 	Final bool   // the response that completes a POST stream
+	// Error is the error a final event answers with, nil when it answers
+	// with a result (an input_required result included): the HTTP front
+	// chooses its status from it without decoding Data again.
+	Error *jsonrpc2.Error
 }
 
 // ErrLagged means the events after the reader's position were dropped from
@@ -70,9 +76,22 @@ func (s *Stream) ID() string { return s.id }
 // Last-Event-ID names both the stream to resume and the place in it.
 func (s *Stream) EventID(seq uint64) string { return s.id + "-" + strconv.FormatUint(seq, 10) }
 
-// append adds an event and wakes the reader. Old events are dropped while
-// the log is over its bounds; the newest event is always kept.
+// append adds an event and wakes the reader (see push).
 func (s *Stream) append(data []byte, final bool, written func()) {
+	s.push(Event{Data: data, Final: final}, written)
+}
+
+// answer adds the final event: the response data, which answers with
+// rpcErr when that is not nil.
+func (s *Stream) answer(data []byte, rpcErr *jsonrpc2.Error, written func()) {
+	s.push(Event{Data: data, Final: true, Error: rpcErr}, written)
+}
+
+// push adds ev (numbered here) and wakes the reader. Old events are
+// dropped while the log is over its bounds; the newest event is always
+// kept.
+func (s *Stream) push(ev Event, written func()) {
+	data, final := ev.Data, ev.Final
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
@@ -84,7 +103,8 @@ func (s *Stream) append(data []byte, final bool, written func()) {
 	if written != nil {
 		s.written = append(s.written, writtenAt{seq: s.next, fn: written})
 	}
-	s.events = append(s.events, Event{Seq: s.next, Data: data, Final: final})
+	ev.Seq = s.next
+	s.events = append(s.events, ev)
 	s.next++
 	s.bytes += len(data)
 	drop := 0

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
 )
 
 // TestStreamStaysBoundedForAStalledReader: a producer that never waits and
@@ -87,5 +89,22 @@ func TestStreamReadWaitsAndHonoursContext(t *testing.T) {
 	}
 	if id := s.EventID(7); id != "g1-7" {
 		t.Fatalf("EventID = %s", id)
+	}
+}
+
+// The final event carries the error it answers with beside its bytes, so
+// the HTTP front reads the status from it instead of decoding the data.
+func TestStreamAnswerKeepsItsError(t *testing.T) {
+	s := newStream("p1", 10, 1<<20)
+	e := &jsonrpc2.Error{Code: -32021, Message: "needs elicitation"}
+	s.answer([]byte(`{"error":{}}`), e, nil)
+	events, done, err := s.Read(context.Background(), 0, 0)
+	if err != nil || !done || len(events) != 1 || !events[0].Final || events[0].Error != e {
+		t.Fatalf("got %+v done=%v err=%v", events, done, err)
+	}
+	r := newStream("p2", 10, 1<<20)
+	r.answer([]byte(`{"result":{}}`), nil, nil)
+	if events, _, _ := r.Read(context.Background(), 0, 0); len(events) != 1 || events[0].Error != nil {
+		t.Fatalf("a result's event has an error: %+v", events)
 	}
 }

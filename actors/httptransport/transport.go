@@ -132,9 +132,9 @@ func (o *Transport) request(msg *httpRequest) bool {
 		return false
 	}
 	if _, dup := o.posts[msg.req.ID]; dup {
-		b, _ := json.Marshal(&jsonrpc2.Response{ID: msg.req.ID, Error: &jsonrpc2.Error{
-			Code: jsonrpc2.CodeInvalidRequest, Message: "request id is already in use by a request in flight"}})
-		msg.stream.append(b, true, nil)
+		e := &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidRequest, Message: "request id is already in use by a request in flight"}
+		b, _ := json.Marshal(&jsonrpc2.Response{ID: msg.req.ID, Error: e})
+		msg.stream.answer(b, e, nil)
 		return false
 	}
 	if o.posts == nil {
@@ -243,7 +243,7 @@ func (o *Transport) Send(out *transport.Outbound) {
 	}
 	if resp, ok := out.Message.(*jsonrpc2.Response); ok {
 		if p, ok := o.posts[resp.ID]; ok {
-			p.stream.append(data, true, out.Written)
+			p.stream.answer(data, resp.Error, out.Written)
 			delete(o.posts, resp.ID)
 			o.shrink()
 			return
