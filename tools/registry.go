@@ -32,8 +32,8 @@ type Entry struct {
 	Tool  Tool
 	spec  Spec
 	wire  protocol.Tool
-	input *jsonschema.Schema
-	print [sha256.Size]byte // of wire: what clients are shown of the tool
+	input func() (*jsonschema.Schema, error) // nil when the tool's server validates
+	print [sha256.Size]byte                  // of wire: what clients are shown of the tool
 }
 
 // NewRegistry checks and compiles the tools' specs. It fails on an invalid
@@ -48,17 +48,27 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 		if _, dup := r.byName[spec.Name]; dup {
 			return nil, fmt.Errorf("tool %q registered twice", spec.Name)
 		}
-		var input *jsonschema.Schema
-		if !spec.ServerValidates {
-			var err error
-			if input, err = compileObjectSchema(spec.Name, "input", spec.InputSchema); err != nil {
+		var input func() (*jsonschema.Schema, error)
+		switch {
+		case spec.ServerValidates:
+		case spec.SchemasFixed:
+			// Compiled at the first call, once per registry: the tool's
+			// tests prove the schemas compile (CheckSchemas).
+			name, raw := spec.Name, spec.InputSchema
+			input = sync.OnceValues(func() (*jsonschema.Schema, error) {
+				return compileObjectSchema(name, "input", raw)
+			})
+		default:
+			s, err := compileObjectSchema(spec.Name, "input", spec.InputSchema)
+			if err != nil {
 				return nil, err
 			}
-		}
-		if spec.OutputSchema != nil && !spec.ServerValidates {
-			if _, err := compileObjectSchema(spec.Name, "output", spec.OutputSchema); err != nil {
-				return nil, err
+			if spec.OutputSchema != nil {
+				if _, err := compileObjectSchema(spec.Name, "output", spec.OutputSchema); err != nil {
+					return nil, err
+				}
 			}
+			input = func() (*jsonschema.Schema, error) { return s, nil }
 		}
 		meta := spec.Safety.Meta()
 		maps.Copy(meta, spec.Meta)
@@ -136,6 +146,22 @@ func compileObjectSchema(tool, which string, raw json.RawMessage) (*jsonschema.S
 	return s, nil
 }
 
+// CheckSchemas compiles spec's input schema and, when it has one, its
+// output schema, as NewRegistry does for a tool without SchemasFixed. The
+// tests of a tool that sets SchemasFixed call it, so a schema that does not
+// compile fails a test rather than a user's first call.
+func CheckSchemas(spec Spec) error {
+	if _, err := compileObjectSchema(spec.Name, "input", spec.InputSchema); err != nil {
+		return err
+	}
+	if spec.OutputSchema != nil {
+		if _, err := compileObjectSchema(spec.Name, "output", spec.OutputSchema); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Lookup finds a tool by its exact name.
 func (r *Registry) Lookup(name string) (*Entry, bool) {
 	if r == nil {
@@ -195,7 +221,11 @@ func (e *Entry) Check(args json.RawMessage) (Arguments, error) {
 		return Arguments{}, Errorf(KindInvalidArgument, "arguments must be a JSON object")
 	}
 	if e.input != nil { // else the tool's own server checks its arguments
-		if err := e.input.Validate(obj); err != nil {
+		schema, err := e.input()
+		if err != nil { // a fixed schema that does not compile: CheckSchemas in the tool's tests prevents it
+			return Arguments{}, Errorf(KindInternal, "the input schema of %s does not compile", e.spec.Name)
+		}
+		if err := schema.Validate(obj); err != nil {
 			ve, ok := err.(*jsonschema.ValidationError)
 			if !ok {
 				return Arguments{}, Errorf(KindInvalidArgument, "arguments rejected: %v", err)

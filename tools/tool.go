@@ -56,6 +56,14 @@ type Spec struct {
 	// client unchanged, and schemas troupe cannot compile do not hide
 	// the tool.
 	ServerValidates bool
+	// SchemasFixed marks schemas that are constants of troupe's own source
+	// (the first-party tools), which CheckSchemas proves valid in their
+	// tests: the registry then compiles the input schema at the tool's
+	// first call rather than at every build, so start-up and reloads do
+	// not pay for tools that are never called. Schemas from configuration
+	// or from another program leave it false and are compiled at once, so
+	// a bad one is reported when the registry is built.
+	SchemasFixed bool
 }
 
 // Request is one call of a tool.

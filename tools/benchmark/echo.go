@@ -25,10 +25,11 @@ type echo struct{}
 func (echo) Spec() tools.Spec {
 	yes, no := true, false
 	return tools.Spec{
-		Name:        NameEcho,
-		Description: "Returns its text (for benchmarks).",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-		Annotations: &protocol.ToolAnnotations{ReadOnlyHint: &yes, DestructiveHint: &no, OpenWorldHint: &no},
+		Name:         NameEcho,
+		Description:  "Returns its text (for benchmarks).",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+		SchemasFixed: true, // constants; CheckSchemas in the tests
+		Annotations:  &protocol.ToolAnnotations{ReadOnlyHint: &yes, DestructiveHint: &no, OpenWorldHint: &no},
 	}
 }
 

@@ -115,6 +115,7 @@ func Shell(opts ShellOptions) (tools.Tool, error) {
 			"outside the workspace are read-only" + networkNote(profile, opts.AllowNetwork) + ". Every call needs " +
 			"a person's approval. Long output is cut to a head and tail; the result links the whole output as resources.",
 		InputSchema:  json.RawMessage(shellInput),
+		SchemasFixed: true, // constants; CheckSchemas in the tests
 		OutputSchema: json.RawMessage(shellOutput),
 		Annotations: &protocol.ToolAnnotations{Title: "Run a command", ReadOnlyHint: &no, DestructiveHint: &yes,
 			OpenWorldHint: &opts.AllowNetwork},

@@ -174,6 +174,7 @@ func (t *fetchTool) buildSpec() tools.Spec {
 		Title:        "Fetch documentation page",
 		Description:  t.description(),
 		InputSchema:  json.RawMessage(fmt.Sprintf(inputSchema, t.maxBytes)),
+		SchemasFixed: true, // constants; CheckSchemas in the tests
 		OutputSchema: json.RawMessage(outputSchema),
 		Annotations: &protocol.ToolAnnotations{
 			Title:           "Fetch documentation page",

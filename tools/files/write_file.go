@@ -101,6 +101,7 @@ func (t *writeFileTool) Spec() tools.Spec {
 			"Paths are relative to the workspace root; paths outside it are refused, and so are symbolic links, both as the file and as any directory on the way to it (name the real path instead). " +
 			"Directories, FIFOs, sockets and devices cannot be written. To read a file first, use repo.readFile.",
 		InputSchema:  json.RawMessage(writeFileInputSchema),
+		SchemasFixed: true, // constants; CheckSchemas in the tests
 		OutputSchema: json.RawMessage(writeFileOutputSchema),
 		Annotations: &protocol.ToolAnnotations{
 			Title:           "Write file",

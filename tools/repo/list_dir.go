@@ -95,6 +95,7 @@ func (t *listDirTool) Spec() tools.Spec {
 			"Not recursive. At most maxEntries entries (default 2000, up to 100000) are returned; truncated tells whether more exist. " +
 			"Paths are relative to the workspace root; paths outside it are refused. To read a file, use repo.readFile.",
 		InputSchema:  json.RawMessage(listDirInputSchema),
+		SchemasFixed: true, // constants; CheckSchemas in the tests
 		OutputSchema: json.RawMessage(listDirOutputSchema),
 		Annotations:  readOnly("List directory"),
 	}

@@ -127,6 +127,7 @@ func (t *readFileTool) Spec() tools.Spec {
 			"Directories are refused (use repo.listDir), as are FIFOs, sockets and devices. " +
 			"Paths are relative to the workspace root; paths outside it are refused. To find text across files, use repo.ripgrep.",
 		InputSchema:  json.RawMessage(readFileInputSchema),
+		SchemasFixed: true, // constants; CheckSchemas in the tests
 		OutputSchema: json.RawMessage(readFileOutputSchema),
 		Annotations:  readOnly("Read file"),
 	}

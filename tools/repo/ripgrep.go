@@ -171,6 +171,7 @@ func (t *ripgrepTool) Spec() tools.Spec {
 			t.search.describe() +
 			" Use repo.readFile to see a match in context.",
 		InputSchema:  json.RawMessage(ripgrepInputSchema),
+		SchemasFixed: true, // constants; CheckSchemas in the tests
 		OutputSchema: json.RawMessage(ripgrepOutputSchema),
 		Annotations:  readOnly("Search files (ripgrep)"),
 	}
