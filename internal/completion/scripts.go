@@ -56,24 +56,7 @@ func writeBash(w io.Writer, prog string, t *tree) error {
 	fmt.Fprintf(b, "# Load it with: source <(%s completion bash)\n", prog)
 	fmt.Fprintf(b, "%s() {\n", fn)
 	b.WriteString("\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n")
-	b.WriteString("\tlocal cmdpath=\"\" w i skip=0 args=0\n")
-	b.WriteString("\tfor ((i = 1; i < COMP_CWORD; i++)); do\n\t\tw=${COMP_WORDS[i]}\n")
-	b.WriteString("\t\tif ((skip)); then\n\t\t\tskip=0\n\t\t\tcontinue\n\t\tfi\n")
-	b.WriteString("\t\tcase $w in\n\t\t--) return 0 ;;\n\t\t-*=*) ;;\n\t\t-*)\n")
-	if pairs := t.pairs(""); len(pairs) > 0 {
-		b.WriteString("\t\t\tcase \"$cmdpath $w\" in\n")
-		fmt.Fprintf(b, "\t\t\t%s) skip=1 ;;\n", bashAlternatives(pairs))
-		b.WriteString("\t\t\tesac\n")
-	}
-	b.WriteString("\t\t\t;;\n\t\t*)\n")
-	b.WriteString("\t\t\tif ((args)); then\n\t\t\t\targs=$((args + 1))\n\t\t\t\tcontinue\n\t\t\tfi\n")
-	b.WriteString("\t\t\tcase \"$cmdpath/$w\" in\n")
-	for _, p := range t.paths {
-		for _, s := range t.nodes[p].subs {
-			fmt.Fprintf(b, "\t\t\t%s) cmdpath=%s ;;\n", quoted(p+"/"+s), quoted(strings.TrimSpace(p+" "+s)))
-		}
-	}
-	b.WriteString("\t\t\t*) args=1 ;;\n\t\t\tesac\n\t\t\t;;\n\t\tesac\n\tdone\n")
+	writeWordWalk(b, t, "for ((i = 1; i < COMP_CWORD; i++)); do\n\t\tw=${COMP_WORDS[i]}\n")
 	// The value of a flag.
 	b.WriteString("\tcase \"$cmdpath $prev\" in\n")
 	if dirs := t.pairs("DIR"); len(dirs) > 0 {
@@ -106,6 +89,32 @@ func writeBash(w io.Writer, prog string, t *tree) error {
 	return b.Flush()
 }
 
+// writeWordWalk writes the loop bash and zsh share over the words before
+// the cursor (loop opens it: their word arrays differ): cmdpath becomes
+// the subcommand path typed so far, a flag that takes a value skips that
+// value, args counts the arguments after the command, and "--" ends
+// completion.
+func writeWordWalk(b *bufio.Writer, t *tree, loop string) {
+	b.WriteString("\tlocal cmdpath=\"\" w i skip=0 args=0\n")
+	b.WriteString("\t" + loop)
+	b.WriteString("\t\tif ((skip)); then\n\t\t\tskip=0\n\t\t\tcontinue\n\t\tfi\n")
+	b.WriteString("\t\tcase $w in\n\t\t--) return 0 ;;\n\t\t-*=*) ;;\n\t\t-*)\n")
+	if pairs := t.pairs(""); len(pairs) > 0 {
+		b.WriteString("\t\t\tcase \"$cmdpath $w\" in\n")
+		fmt.Fprintf(b, "\t\t\t%s) skip=1 ;;\n", bashAlternatives(pairs))
+		b.WriteString("\t\t\tesac\n")
+	}
+	b.WriteString("\t\t\t;;\n\t\t*)\n")
+	b.WriteString("\t\t\tif ((args)); then\n\t\t\t\targs=$((args + 1))\n\t\t\t\tcontinue\n\t\t\tfi\n")
+	b.WriteString("\t\t\tcase \"$cmdpath/$w\" in\n")
+	for _, p := range t.paths {
+		for _, s := range t.nodes[p].subs {
+			fmt.Fprintf(b, "\t\t\t%s) cmdpath=%s ;;\n", quoted(p+"/"+s), quoted(strings.TrimSpace(p+" "+s)))
+		}
+	}
+	b.WriteString("\t\t\t*) args=1 ;;\n\t\t\tesac\n\t\t\t;;\n\t\tesac\n\tdone\n")
+}
+
 // bashAlternatives is a case pattern (bash and zsh) matching each of
 // pairs against "$cmdpath $w", whose root form starts with a space.
 func bashAlternatives(pairs []string) string {
@@ -127,24 +136,7 @@ func writeZsh(w io.Writer, prog string, t *tree) error {
 	fmt.Fprintf(b, "# Load it with: source <(%s completion zsh), after compinit.\n", prog)
 	fmt.Fprintf(b, "%s() {\n", fn)
 	b.WriteString("\tlocal cur=${words[CURRENT]} prev=${words[CURRENT-1]}\n")
-	b.WriteString("\tlocal cmdpath=\"\" w i skip=0 args=0\n")
-	b.WriteString("\tfor ((i = 2; i < CURRENT; i++)); do\n\t\tw=${words[i]}\n")
-	b.WriteString("\t\tif ((skip)); then\n\t\t\tskip=0\n\t\t\tcontinue\n\t\tfi\n")
-	b.WriteString("\t\tcase $w in\n\t\t--) return 0 ;;\n\t\t-*=*) ;;\n\t\t-*)\n")
-	if pairs := t.pairs(""); len(pairs) > 0 {
-		b.WriteString("\t\t\tcase \"$cmdpath $w\" in\n")
-		fmt.Fprintf(b, "\t\t\t%s) skip=1 ;;\n", bashAlternatives(pairs))
-		b.WriteString("\t\t\tesac\n")
-	}
-	b.WriteString("\t\t\t;;\n\t\t*)\n")
-	b.WriteString("\t\t\tif ((args)); then\n\t\t\t\targs=$((args + 1))\n\t\t\t\tcontinue\n\t\t\tfi\n")
-	b.WriteString("\t\t\tcase \"$cmdpath/$w\" in\n")
-	for _, p := range t.paths {
-		for _, s := range t.nodes[p].subs {
-			fmt.Fprintf(b, "\t\t\t%s) cmdpath=%s ;;\n", quoted(p+"/"+s), quoted(strings.TrimSpace(p+" "+s)))
-		}
-	}
-	b.WriteString("\t\t\t*) args=1 ;;\n\t\t\tesac\n\t\t\t;;\n\t\tesac\n\tdone\n")
+	writeWordWalk(b, t, "for ((i = 2; i < CURRENT; i++)); do\n\t\tw=${words[i]}\n")
 	b.WriteString("\tcase \"$cmdpath $prev\" in\n")
 	if dirs := t.pairs("DIR"); len(dirs) > 0 {
 		fmt.Fprintf(b, "\t%s)\n\t\t_files -/\n\t\treturn\n\t\t;;\n", bashAlternatives(dirs))
