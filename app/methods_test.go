@@ -148,13 +148,5 @@ func TestDenyRuleGovernsTheMethods(t *testing.T) {
 		t.Error("execOneOffCommand ran without an approval")
 	}
 
-	inW.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second): // a bound against hanging
-		t.Fatal("Run did not return after stdin ended")
-	}
+	endStdio(t, inW, done)
 }

@@ -109,15 +109,7 @@ func TestMetricsListenInStdioMode(t *testing.T) {
 		t.Errorf("a foreign Host: %d, want 403", code)
 	}
 
-	inW.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second): // a bound against hanging
-		t.Fatal("Run did not return after stdin ended")
-	}
+	endStdio(t, inW, done)
 	if _, err := client.Get("http://" + addr + "/metrics"); err == nil {
 		t.Error("the metrics server still answers after Run returned")
 	}

@@ -61,6 +61,21 @@ func runStdio(t *testing.T, a *App) (*stdioClient, *io.PipeWriter, chan error) {
 	return c, inW, done
 }
 
+// endStdio ends the input of a run runStdio started and waits (bounded)
+// for Run to return without error.
+func endStdio(t *testing.T, in *io.PipeWriter, done chan error) {
+	t.Helper()
+	in.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second): // a bound against hanging
+		t.Fatal("Run did not return after stdin ended")
+	}
+}
+
 type stdioClient struct {
 	t     *testing.T
 	in    *io.PipeWriter
@@ -199,15 +214,7 @@ func TestRunServesStdioAndReloads(t *testing.T) {
 		t.Errorf("the configuration in force is not the last good one")
 	}
 
-	inW.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(30 * time.Second): // a bound against hanging
-		t.Fatal("Run did not return after stdin ended")
-	}
+	endStdio(t, inW, done)
 	if err := a.Reload(load()); err == nil {
 		t.Fatal("Reload after Run succeeded")
 	}
