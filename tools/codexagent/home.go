@@ -1,6 +1,7 @@
 package codexagent
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -110,7 +111,11 @@ func (h *homes) writable(dir string) []string {
 }
 
 // fill makes dir a home: the operator's configuration as homeConfig
-// writes it, and a copy of the operator's credentials.
+// writes it, and a copy of the operator's credentials. The tools' home is
+// filled again before every call: a file is rewritten only when it would
+// change, and the credentials only when the operator's are newer than the
+// home's copy (a new login), so a token Codex refreshed in the home is not
+// put back to the operator's older one.
 func (h *homes) fill(dir string) error {
 	if err := ensure(dir); err != nil {
 		return err
@@ -119,20 +124,32 @@ func (h *homes) fill(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "config.toml"), cfg); err != nil {
-		return err
+	cfgPath := filepath.Join(dir, "config.toml")
+	if old, err := os.ReadFile(cfgPath); err != nil || !bytes.Equal(old, cfg) {
+		if err := writeFile(cfgPath, cfg); err != nil {
+			return err
+		}
 	}
 	if h.operator == "" {
 		return nil
 	}
-	auth, err := os.ReadFile(filepath.Join(h.operator, authFile))
+	from := filepath.Join(h.operator, authFile)
+	fi, err := os.Stat(from)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
 	case err != nil:
 		return fmt.Errorf("codex home: the operator's credentials: %w", err)
 	}
-	return writeFile(filepath.Join(dir, authFile), auth)
+	to := filepath.Join(dir, authFile)
+	if copied, err := os.Stat(to); err == nil && !fi.ModTime().After(copied.ModTime()) {
+		return nil
+	}
+	auth, err := os.ReadFile(from)
+	if err != nil {
+		return fmt.Errorf("codex home: the operator's credentials: %w", err)
+	}
+	return writeFile(to, auth)
 }
 
 // homeConfig is the config.toml of troupe's homes: the operator's

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -122,5 +123,43 @@ func TestAdoptMovesAnEndedSessionsRollout(t *testing.T) {
 		if _, ok := h.rolloutHome(p); ok {
 			t.Errorf("rolloutHome(%s) accepted", p)
 		}
+	}
+}
+
+// TestToolsHomeKeepsRefreshedCredentials: the tools' home is filled again
+// before every call; a token Codex refreshed there (newer than the
+// operator's) is kept, and a new login of the operator's (newer again)
+// replaces it.
+func TestToolsHomeKeepsRefreshedCredentials(t *testing.T) {
+	op := t.TempDir()
+	h := &homes{root: t.TempDir(), operator: op, workspace: t.TempDir()}
+	write := func(path, s string, at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	write(filepath.Join(op, authFile), "operator-1", now.Add(-time.Hour))
+	home, err := h.tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(home, authFile), "refreshed", now.Add(-time.Minute))
+	if _, err := h.tools(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, authFile)); string(b) != "refreshed" {
+		t.Fatalf("a refreshed token was put back to the operator's: %q", b)
+	}
+	write(filepath.Join(op, authFile), "operator-2", now)
+	if _, err := h.tools(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, authFile)); string(b) != "operator-2" {
+		t.Fatalf("the operator's new login did not reach the home: %q", b)
 	}
 }
