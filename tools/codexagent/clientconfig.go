@@ -59,7 +59,6 @@ var clientConfigKeys = map[string]bool{
 func checkClientConfig(what string, cfg map[string]any) error {
 	var bad []string
 	for k, v := range cfg {
-		key := k
 		if sub, ok := v.(map[string]any); ok {
 			// A table given as a value ({"tools": {"web_search": true}})
 			// is the same as its dotted keys.
@@ -70,8 +69,8 @@ func checkClientConfig(what string, cfg map[string]any) error {
 			}
 			continue
 		}
-		if !clientConfigKeys[key] {
-			bad = append(bad, key)
+		if !clientConfigKeys[k] {
+			bad = append(bad, k)
 		}
 	}
 	if len(bad) == 0 {

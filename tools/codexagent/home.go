@@ -183,34 +183,29 @@ func (h *homes) homeConfig() ([]byte, error) {
 func (h *homes) forget(dir string) {
 	_ = os.Remove(filepath.Join(dir, authFile))
 	if !h.share {
-		if n, _ := countFiles(filepath.Join(dir, "sessions")); n > 0 {
-			return
-		}
-		if n, _ := countFiles(filepath.Join(dir, "archived_sessions")); n > 0 {
+		if holdsFiles(filepath.Join(dir, "sessions")) || holdsFiles(filepath.Join(dir, "archived_sessions")) {
 			return
 		}
 	}
 	_ = os.RemoveAll(dir)
 }
 
-// countFiles counts the regular files below dir (0 when it does not
-// exist), stopping at the first.
-func countFiles(dir string) (int, error) {
-	n := 0
+// holdsFiles reports whether a regular file lies below dir (false when
+// dir does not exist); the walk stops at the first. An unreadable dir
+// counts as holding files, so nothing is removed on a guess.
+func holdsFiles(dir string) bool {
+	found := false
 	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.Type().IsRegular() {
-			n++
+			found = true
 			return io.EOF
 		}
 		return nil
 	})
-	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrNotExist) {
-		err = nil
-	}
-	return n, err
+	return found || err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrNotExist)
 }
 
 // writeFile writes b to path (mode 0600) through a temporary file and a
