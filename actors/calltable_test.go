@@ -133,9 +133,9 @@ func TestRelay(t *testing.T) {
 		t.Fatal("a paced line is not rate limited")
 	}
 	debug := protocol.LevelDebug
-	modern := &inflight{modern: &protocol.ModernRequest{Level: &debug}}
+	stateless := &inflight{stateless: &statelessCall{level: &debug}}
 	paced := &toolNotice{isLog: true, level: protocol.LevelDebug, paced: true}
-	if !r.allowLog(paced, modern) || r.allowLog(paced, &inflight{modern: &protocol.ModernRequest{}}) {
+	if !r.allowLog(paced, stateless) || r.allowLog(paced, &inflight{stateless: &statelessCall{}}) {
 		t.Fatal("a 2026-07-28 call's own level, or none")
 	}
 }

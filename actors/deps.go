@@ -34,6 +34,10 @@ type hostDeps struct {
 	server *actor.PID
 	// observer watches sessions and calls (Options.Observer); nil: nobody.
 	observer Observer
+	// table is the method table every session serves by (table.go);
+	// methodCall the row of the methods beside MCP (session.besideMCP).
+	table      methodTable
+	methodCall *method
 }
 
 // hostOptions are the resolved options every session of a Host uses.

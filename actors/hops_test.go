@@ -74,7 +74,7 @@ func TestHopBudgetHTTP(t *testing.T) {
 	call := func(id int, method string, params string) {
 		t.Helper()
 		raw := json.RawMessage(params)
-		st := s.Request(&jsonrpc2.Request{ID: jsonrpc2.ID{Num: uint64(id)}, Method: method, Params: &raw}, false)
+		st := s.Request(host.ReadRequest(&jsonrpc2.Request{ID: jsonrpc2.ID{Num: uint64(id)}, Method: method, Params: &raw}, false), false)
 		for after := uint64(0); ; {
 			events, done, err := st.Read(context.Background(), after, 5*time.Second)
 			if err != nil || (done && len(events) == 0) {
@@ -90,7 +90,7 @@ func TestHopBudgetHTTP(t *testing.T) {
 		}
 	}
 	call(1, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
-	s.Notify(&jsonrpc2.Request{Method: "notifications/initialized", Notif: true})
+	s.Notify(host.ReadRequest(&jsonrpc2.Request{Method: "notifications/initialized", Notif: true}, false))
 	call(2, "tools/call", `{"name":"echo"}`) // warm: the session keeps the invoker
 	settle(&n)
 	const calls = 50

@@ -98,6 +98,8 @@ func NewHost(o Options) *Host {
 		httpLimits: httptransport.Limits{IdleTimeout: httpOpts.IdleTimeout, StreamEvents: httpOpts.StreamEvents, StreamBytes: httpOpts.StreamBytes}}
 	opts.exec.grace = o.Grace
 	opts.exec.observer = o.Observer
+	opts.exec.table = newMethodTable(o.Session.Middleware)
+	opts.exec.methodCall = opts.exec.table.besideMCP(o.Session.Middleware)
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return rlog.With("lib", "protoactor")

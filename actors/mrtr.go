@@ -60,33 +60,6 @@ type roundPayload struct {
 // input_required result.
 func (m *mrtrCall) retry() bool { return m.state != "" || m.responses != nil }
 
-// mrtrFor reads a 2026-07-28 tools/call's inputResponses and requestState;
-// ok is false (and the request answered with -32602) when they are not of
-// the schema's types.
-func (s *session) mrtrFor(req *jsonrpc2.Request) (*mrtrCall, bool) {
-	var p struct {
-		InputResponses map[string]json.RawMessage `json:"inputResponses"`
-		RequestState   *string                    `json:"requestState"`
-	}
-	if req.Params != nil {
-		if err := json.Unmarshal(*req.Params, &p); err != nil {
-			s.fail(req.ID, protocol.CodeInvalidParams,
-				"invalid params: inputResponses must be an object and requestState a string")
-			return nil, false
-		}
-	}
-	m := &mrtrCall{sealer: s.opts.Approvals, caps: s.current.req.Caps, responses: p.InputResponses}
-	if p.RequestState != nil {
-		m.state = *p.RequestState
-	}
-	if s.httpOwner != nil {
-		m.caller = approvalstate.CredentialCaller(*s.httpOwner)
-	} else {
-		m.caller = approvalstate.ConnectionCaller(s.id)
-	}
-	return m, true
-}
-
 // askInRound is the gate's question in the 2026-07-28 era: an MRTR round,
 // input_required with the approval form and a sealed requestState
 // (askFirst); the client's retry comes back through retryRound.

@@ -45,21 +45,19 @@ type sessionSettings struct {
 	Env map[string]string `json:"env"`
 }
 
-// sessionOverrides reads the session settings from initialize's params
-// (nil when the client sent none) and checks them against p. The error
+// sessionOverrides reads the session settings from initialize's _meta
+// (meta, as sent; nil when the client sent none) and checks them against p. The error
 // text is for the client: it names what was refused and how the operator
 // allows it, never a host path.
-func sessionOverrides(params *json.RawMessage, p OverridePolicy) (*tools.Overrides, error) {
-	if params == nil {
+func sessionOverrides(meta json.RawMessage, p OverridePolicy) (*tools.Overrides, error) {
+	if len(meta) == 0 {
 		return nil, nil
 	}
-	var outer struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(*params, &outer) != nil {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(meta, &members) != nil {
 		return nil, nil // initialize's own decoding reports bad params
 	}
-	raw, ok := outer.Meta[SessionMetaKey]
+	raw, ok := members[SessionMetaKey]
 	if !ok || string(raw) == "null" {
 		return nil, nil
 	}

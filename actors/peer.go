@@ -135,7 +135,7 @@ func urlElicitation(caps protocol.ClientCapabilities) bool {
 
 // sendClientRequest numbers and sends a server-to-client request.
 func (s *session) sendClientRequest(msg *clientRequest) {
-	if s.phase != initialized || s.draining {
+	if s.state != Serving {
 		msg.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeInvalidRequest, Message: "the session cannot send requests now"}}
 		return
 	}

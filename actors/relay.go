@@ -25,11 +25,11 @@ type relay struct {
 func (r *relay) allowLog(n *toolNotice, call *inflight) bool {
 	if n.isLog {
 		level := r.level
-		if call.modern != nil {
-			if call.modern.Level == nil {
+		if call.stateless != nil {
+			if call.stateless.level == nil {
 				return false // a 2026-07-28 request without a level gets no log messages
 			}
-			level = *call.modern.Level
+			level = *call.stateless.level
 		}
 		if !level.Allows(n.level) {
 			return false

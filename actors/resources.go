@@ -5,9 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/sourcegraph/jsonrpc2"
-
+	"troupe/actors/transport"
 	"troupe/protocol"
 	"troupe/spool"
 )
@@ -19,11 +17,11 @@ import (
 // requests made with the same credential read it until it has been unused
 // for http.session_idle_timeout.
 
-func (s *session) listResources(ctx actor.Context, req *jsonrpc2.Request) {
+func listResources(v SessionView, req *transport.Request) (any, error) {
 	res := protocol.ListResourcesResult{Resources: []protocol.Resource{}}
-	if store := s.outputStore(false); store != nil {
+	if store, shared := v.Output(req, false); store != nil {
 		desc := "Output of a tool call in this session."
-		if s.storeShared {
+		if shared {
 			desc = "Output of a tool call made with this credential."
 		}
 		for _, r := range store.List() {
@@ -32,41 +30,37 @@ func (s *session) listResources(ctx actor.Context, req *jsonrpc2.Request) {
 				Description: desc, MimeType: "text/plain", Size: &size})
 		}
 	}
-	s.reply(req.ID, res)
+	return res, nil
 }
 
-func (s *session) listResourceTemplates(ctx actor.Context, req *jsonrpc2.Request) {
-	s.reply(req.ID, protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{{
+func listResourceTemplates(SessionView, *transport.Request) (any, error) {
+	return protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{{
 		URITemplate: spool.URIPrefix + "{id}/{stream}{?offset,length}",
 		Name:        "tool-output",
 		Title:       "Tool call output",
 		Description: "The whole stdout or stderr of a call in this session, in ranges of at most 4 MiB.",
 		MimeType:    "text/plain",
-	}}})
+	}}}, nil
 }
 
-func (s *session) readResource(ctx actor.Context, req *jsonrpc2.Request) {
-	var p protocol.ReadResourceParams
-	if !s.decode(req, &p) || !s.nameAgrees(req, p.URI) {
-		return
+func readResource(v SessionView, req *transport.Request) (any, error) {
+	p := req.Params.(*readResourceParams)
+	if err := nameAgrees(req, p.URI); err != nil {
+		return nil, err
 	}
 	if p.URI == "" {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: uri is required")
-		return
+		return nil, invalidParams("uri is required")
 	}
-	store := s.outputStore(false)
+	store, _ := v.Output(req, false)
 	if store == nil {
-		s.failNotFound(req.ID, p.URI)
-		return
+		return nil, notFound(req, p.URI)
 	}
 	ch, err := store.Read(p.URI)
 	switch {
 	case errors.Is(err, spool.ErrNotFound) || errors.Is(err, spool.ErrClosed):
-		s.failNotFound(req.ID, p.URI)
-		return
+		return nil, notFound(req, p.URI)
 	case err != nil:
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
-		return
+		return nil, invalidParams(err.Error())
 	}
 	c := protocol.ResourceContents{URI: p.URI, MimeType: "text/plain",
 		Meta: map[string]any{protocol.MetaPrefix + "range": map[string]int64{
@@ -77,13 +71,15 @@ func (s *session) readResource(ctx actor.Context, req *jsonrpc2.Request) {
 	} else {
 		c.MimeType, c.Blob = "application/octet-stream", base64.StdEncoding.EncodeToString(ch.Data)
 	}
-	s.reply(req.ID, protocol.ReadResourceResult{Contents: []protocol.ResourceContents{c}})
+	return protocol.ReadResourceResult{Contents: []protocol.ResourceContents{c}}, nil
 }
 
-func (s *session) failNotFound(id jsonrpc2.ID, uri string) {
+// notFound is the answer to a resources/read of what the request cannot
+// read: -32002 in the handshake era, -32602 in the stateless era.
+func notFound(req *transport.Request, uri string) error {
 	msg := "resource not found: " + uri
 	output := strings.HasPrefix(uri, spool.URIPrefix)
-	if s.current != nil {
+	if req.Era == protocol.EraStateless {
 		// 2026-07-28 retired -32002 for -32602. Its calls' output lives in
 		// the stdio process that ran them, or over HTTP in its caller's
 		// store. The text is the same whether the output exists for
@@ -92,11 +88,10 @@ func (s *session) failNotFound(id jsonrpc2.ID, uri string) {
 			msg += " (a 2026-07-28 call's output is kept by the stdio process that ran it; over HTTP, " +
 				"for requests with the same credential until it has been unused for a while)"
 		}
-		s.fail(id, protocol.CodeInvalidParams, msg)
-		return
+		return &Refusal{Code: protocol.CodeInvalidParams, Message: msg}
 	}
 	if output {
 		msg += " (output is kept only by the session that ran the call, while it lives)"
 	}
-	s.fail(id, protocol.CodeResourceNotFound, msg)
+	return &Refusal{Code: protocol.CodeResourceNotFound, Message: msg}
 }

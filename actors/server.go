@@ -84,14 +84,14 @@ func (s *server) Receive(ctx actor.Context) {
 			ctx.Send(pid, msg)
 		}
 	case *serveStream:
-		out := stdio.New(msg.in, msg.out, msg.done, stdio.Options{MaxLineBytes: s.opts.maxLineBytes, Logger: s.log})
+		out := stdio.New(msg.in, msg.out, msg.done, stdio.Options{MaxLineBytes: s.opts.maxLineBytes, Logger: s.log,
+			Read: s.opts.exec.table.read})
 		ctx.Respond(s.spawn(ctx, "conn", newSession(s.session, s.log, s.opts, out)))
 	case *serveHTTP:
 		id := msg.handle.ID()
 		log := s.log.With("http_session", id[:min(8, len(id))])
-		owner, _ := msg.handle.Owner().([32]byte)
 		sess := newSession(s.session, log, s.opts, httptransport.New(msg.handle, log))
-		sess.httpOwner = &owner
+		sess.overHTTP = true
 		ctx.Respond(s.spawn(ctx, "http", sess))
 		s.httpLive++
 		s.armSweep(ctx)

@@ -1,12 +1,8 @@
 package actors
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -74,6 +70,10 @@ type SessionOptions struct {
 	// method is not found (-32601) and nothing starts. A method it does
 	// not name is never served.
 	MethodTools map[string][]string
+	// Middleware wraps the handler of every MCP method, outside troupe's
+	// own (an operator's limits, tests that look at every request); nil
+	// adds none.
+	Middleware []Middleware
 
 	// callers keeps the output of 2026-07-28 HTTP requests per caller
 	// (stateless_store.go); set by NewHost.
@@ -129,40 +129,35 @@ type invocationGone struct {
 // drainDeadline fires when a draining session's grace period is over.
 type drainDeadline struct{ quiet }
 
-type phase uint8
-
-const (
-	awaitingInitialize phase = iota
-	initialized
-)
-
-// session is the MCP session actor: it owns everything the protocol says
-// about one client (negotiated revision, capabilities, log level) and the
-// table of calls in flight, keyed by request id.
+// session is the MCP session actor: it owns what the protocol says about
+// one client (negotiated revision, capabilities, log level), its state
+// (SessionState), the table of calls in flight keyed by request id, and
+// its transport. It serves requests by the method table (table.go): the
+// handlers read it through SessionView and ask it for changes
+// (changes.go); it answers.
 type session struct {
 	opts        *SessionOptions
-	httpOwner   *[32]byte       // HTTP: the credential the request came with (zero without auth); nil on stdio
+	overHTTP    bool            // its transport is HTTP (observers name it; the server counts HTTP sessions)
 	registry    *tools.Registry // the tools this session sees now; calls keep the one they started with
 	log         *slog.Logger
 	id          string
 	version     protocol.Version
 	caps        protocol.ClientCapabilities
-	relay       relay     // which notices reach the client: log level, rate limit, progress (relay.go)
-	calls       callTable // calls in flight and the invokers that run them (calltable.go)
-	phase       phase     // packed with the flags below: an idle session is one size class smaller
-	draining    bool
-	storeShared bool // store is the HTTP caller's, not the session's (stateless_store.go)
-	usedMethods bool // a method of opts.Methods was called: tell its tools when the session ends
+	relay       relay        // which notices reach the client: log level, rate limit, progress (relay.go)
+	calls       callTable    // calls in flight and the invokers that run them (calltable.go)
+	state       SessionState // packed with the flags below: an idle session is one size class smaller
+	storeShared bool         // store is the HTTP caller's, not the session's (stateless_store.go)
+	usedMethods bool         // a method of opts.Methods was called: tell its tools when the session ends
 	timer       *time.Timer
 	exec        *hostDeps
 	requests    clientRequests               // server-to-client requests awaiting answers (clientrequests.go)
 	root        *actor.RootContext           // for sends outside Receive (timers)
 	out         transport.Transport          // where what the session sends goes (stdio, httptransport)
 	trusted     trustList                    // tools a person trusted for this session (trust.go)
-	store       *spool.Store                 // calls' full output; made on first call (outputStore)
+	store       *spool.Store                 // calls' full output; made on first call (Output)
+	credential  *[32]byte                    // the HTTP caller whose store is shared (stateless_store.go); nil: none
 	overrides   *tools.Overrides             // the cwd and env this session set for itself; nil: none
-	current     *modernCall                  // the 2026-07-28 request being dispatched (stateless.go); nil else
-	subs        map[jsonrpc2.ID]subscription // open 2026-07-28 subscriptions/listen requests, by id
+	subs        map[jsonrpc2.ID]subscription // open stateless-era subscriptions/listen requests, by id
 }
 
 // newSession makes a session with opts, which has its defaults applied and
@@ -205,7 +200,7 @@ func (s *session) Receive(ctx actor.Context) {
 	case *panicked:
 		s.recovered(msg)
 	case *transport.Inbound:
-		s.handle(ctx, msg.Request)
+		s.Handle(ctx, msg.Request)
 	case *callFinished:
 		s.finish(ctx, msg)
 	case *transport.InboundResponse:
@@ -255,7 +250,7 @@ func (s *session) Receive(ctx actor.Context) {
 			o.SessionEnded(s.id)
 		}
 		s.out.Stopped()
-		ctx.Send(s.exec.server, &ended{id: ctx.Self().Id, http: s.httpOwner != nil})
+		ctx.Send(s.exec.server, &ended{id: ctx.Self().Id, http: s.overHTTP})
 	default:
 		s.out.Receive(ctx, s, msg)
 	}
@@ -263,11 +258,11 @@ func (s *session) Receive(ctx actor.Context) {
 
 // recovered answers the request the session panicked on.
 func (s *session) recovered(p *panicked) {
-	var req *jsonrpc2.Request
+	var req *transport.Request
 	switch m := p.message.(type) {
 	case *transport.Inbound:
 		req = m.Request
-	case interface{ Request() *jsonrpc2.Request }: // a transport's own request message
+	case interface{ Request() *transport.Request }: // a transport's own request message
 		req = m.Request()
 	}
 	if req != nil && !req.Notif {
@@ -276,268 +271,96 @@ func (s *session) recovered(p *panicked) {
 	}
 }
 
-// handle dispatches one inbound message by method.
-func (s *session) handle(ctx actor.Context, req *jsonrpc2.Request) {
-	if s.handleModern(ctx, req) {
-		return
-	}
-	m, known := lookupMethod(req.Method)
+// Handle implements transport.Session: it serves one request or
+// notification, read at the transport's edge. A stateless-era request
+// whose _meta was refused is answered with that; a method is looked up in
+// the method table for the request's era (the methods beside MCP are the
+// Methods' tools, served as calls); its handler, wrapped in the table's
+// middleware, reads the session through SessionView and answers with a
+// result, an error, or a change the session applies.
+func (s *session) Handle(ctx actor.Context, req *transport.Request) {
+	m := s.exec.table[req.Method]
 	if req.Notif {
-		if known && m.notification != nil && (s.phase == initialized || !m.needsInit) {
-			m.notification(s, ctx, req)
-		} else if !known {
+		switch {
+		case m != nil && m.notification != nil:
+			if c := m.notification(s, req); c != nil {
+				c.apply(s, ctx, req)
+			}
+		case m == nil:
 			s.log.Debug("ignoring unknown notification", "method", req.Method)
 		}
 		return
 	}
-	var hidden string // the tool whose absence hides the method asked for
-	if !known && s.opts.Methods != nil {
+	if req.Era == protocol.EraStateless && req.Refused != nil {
+		s.failWith(req.ID, req.Refused.Code, req.Refused.Message, req.Refused.Data)
+		return
+	}
+	if req.Era == protocol.EraHandshake {
+		// What the handshake negotiated, for the handlers to read from the
+		// request as they read a stateless-era request's own.
+		req.Version, req.Caps = s.version, s.caps
+	}
+	if m == nil || m.handle == nil || !m.eras.has(req.Era) {
+		m = s.besideMCP(req)
+		if m == nil {
+			return
+		}
+	}
+	res, err := m.handle(s, req)
+	switch {
+	case err != nil:
+		s.refuse(req.ID, err)
+	default:
+		if c, ok := res.(sessionChange); ok {
+			c.apply(s, ctx, req)
+			return
+		}
+		s.reply(req, res, m.cache)
+	}
+}
+
+// besideMCP is the row that serves req when the method table has none for
+// it: a method of SessionOptions.Methods, served as a call while the tools
+// it stands for are served, or nil when req has been answered -32601.
+func (s *session) besideMCP(req *transport.Request) *method {
+	if req.Era == protocol.EraHandshake && s.opts.Methods != nil {
 		if _, ok := s.opts.Methods.Lookup(req.Method); ok {
-			var served bool
-			if hidden, served = s.methodServed(req.Method); served {
-				known, m = true, method{needsInit: true, isMethod: true, request: (*session).callMethod}
+			hidden, served := s.methodServed(req.Method)
+			if served {
+				return s.exec.methodCall
+			}
+			if hidden != "" {
+				s.log.Debug("method not served: the tool it stands for is not", "method", req.Method, "tool", hidden)
+				s.fail(req.ID, protocol.CodeMethodNotFound, "method not found: "+req.Method+
+					" (it is served only while the tool "+hidden+" is, and this server does not serve that tool)")
+				return nil
 			}
 		}
 	}
-	switch {
-	case hidden != "":
-		s.log.Debug("method not served: the tool it stands for is not", "method", req.Method, "tool", hidden)
-		s.fail(req.ID, protocol.CodeMethodNotFound, "method not found: "+req.Method+
-			" (it is served only while the tool "+hidden+" is, and this server does not serve that tool)")
-	case !known || m.request == nil:
-		s.fail(req.ID, protocol.CodeMethodNotFound, "method not found: "+req.Method)
-	case s.draining:
-		s.fail(req.ID, protocol.CodeServerBusy, "server is shutting down")
-	case m.needsInit && s.phase != initialized:
-		s.fail(req.ID, protocol.CodeInvalidRequest, "session not initialized: send initialize first")
-	case s.exec.observer != nil && req.Method != protocol.MethodToolsCall && !m.isMethod:
-		// Calls are observed by their invocation, from start to end.
-		began := time.Now()
-		m.request(s, ctx, req)
-		s.exec.observer.RequestServed(s.id, req.Method, began)
-	default:
-		m.request(s, ctx, req)
+	s.fail(req.ID, protocol.CodeMethodNotFound, "method not found: "+req.Method)
+	return nil
+}
+
+// refuse answers id with a handler's error: a *Refusal as it says, any
+// other error as an internal one (its text stays in the log).
+func (s *session) refuse(id jsonrpc2.ID, err error) {
+	r, ok := err.(*Refusal)
+	if !ok {
+		cid := newCorrelationID()
+		s.log.Error("request failed", "id", id.String(), "err", err, "correlation_id", cid)
+		s.send(&jsonrpc2.Response{ID: id,
+			Error: protocol.NewError(protocol.CodeInternalError, "internal error", map[string]string{"correlationId": cid})})
+		return
 	}
+	s.failWith(id, r.Code, r.Message, r.Data)
 }
 
 // transportName names the session's transport for observers.
 func (s *session) transportName() string {
-	if s.httpOwner != nil {
+	if s.overHTTP {
 		return "http"
 	}
 	return "stdio"
-}
-
-// method is one entry of the dispatch table. A request handler must answer
-// (now, or later from a child's message); a notification handler never does.
-type method struct {
-	needsInit    bool
-	isMethod     bool // one of SessionOptions.Methods: a call, observed by its invocation
-	request      func(*session, actor.Context, *jsonrpc2.Request)
-	notification func(*session, actor.Context, *jsonrpc2.Request)
-}
-
-// lookupMethod is the dispatch table of the handshake-based revisions
-// (2024-11-05 … 2025-11-25). The stateless 2026-07-28 revision would get a
-// table of its own, chosen per request from its _meta, reusing the handlers
-// whose methods are the same.
-func lookupMethod(name string) (method, bool) {
-	switch name {
-	case protocol.MethodInitialize:
-		return method{request: (*session).initialize}, true
-	case protocol.MethodPing:
-		return method{request: (*session).ping}, true
-	case protocol.MethodToolsList:
-		return method{needsInit: true, request: (*session).listTools}, true
-	case protocol.MethodToolsCall:
-		return method{needsInit: true, request: (*session).callTool}, true
-	case protocol.MethodLoggingSetLevel:
-		return method{needsInit: true, request: (*session).setLevel}, true
-	case protocol.MethodResourcesList:
-		return method{needsInit: true, request: (*session).listResources}, true
-	case protocol.MethodResourcesRead:
-		return method{needsInit: true, request: (*session).readResource}, true
-	case protocol.MethodResourcesTemplatesList:
-		return method{needsInit: true, request: (*session).listResourceTemplates}, true
-	case protocol.NotificationInitialized:
-		return method{notification: (*session).clientInitialized}, true
-	case protocol.NotificationCancelled:
-		return method{needsInit: true, notification: (*session).cancelled}, true
-	}
-	return method{}, false
-}
-
-func (s *session) clientInitialized(actor.Context, *jsonrpc2.Request) {
-	s.log.Debug("client initialized")
-}
-
-func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
-	if s.phase != awaitingInitialize {
-		s.fail(req.ID, protocol.CodeInvalidRequest, "initialize called more than once")
-		return
-	}
-	var p protocol.InitializeParams
-	if !s.decode(req, &p) {
-		return
-	}
-	if p.ProtocolVersion == "" {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: protocolVersion is required")
-		return
-	}
-	// The session keeps the client's name (logs, status page) and
-	// capabilities for its life: bounded, whatever the message size limit.
-	if err := p.CheckSizes(); err != nil {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
-		return
-	}
-	if len(p.Capabilities) > 0 && string(p.Capabilities) != "null" {
-		var caps protocol.ClientCapabilities
-		if err := json.Unmarshal(p.Capabilities, &caps); err != nil {
-			s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: capabilities must be an object")
-			return
-		}
-		s.caps = caps.Essential()
-	}
-	var client protocol.Implementation // used here only: an idle session keeps no copy
-	if p.ClientInfo != nil {
-		client = *p.ClientInfo
-	}
-	over, err := sessionOverrides(req.Params, s.opts.Overrides)
-	if err != nil {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
-		return
-	}
-	s.overrides = over
-	s.version = protocol.Negotiate(p.ProtocolVersion)
-	s.phase = initialized
-	s.log = s.log.With("client", client.Name)
-	s.log.Info("session initialized", "requested", p.ProtocolVersion, "version", s.version,
-		"client_version", client.Version)
-	if over != nil {
-		s.log.Info("session sets its own working directory and environment", "cwd", over.Cwd, "env", envNames(over))
-	}
-	s.out.Negotiated(s.version)
-	if o := s.exec.observer; o != nil {
-		o.SessionInitialized(s.id, string(s.version), client.Name)
-	}
-
-	info := s.opts.ServerInfo
-	if !s.version.HasTitles() {
-		info.Title = ""
-	}
-	if !s.version.HasIcons() {
-		info.Description, info.WebsiteURL = "", ""
-	}
-	s.reply(req.ID, protocol.InitializeResult{
-		ProtocolVersion: s.version,
-		Capabilities: protocol.ServerCapabilities{
-			Tools:     &protocol.ToolsCapability{ListChanged: true},
-			Logging:   &struct{}{},
-			Resources: &protocol.ResourcesCapability{},
-		},
-		ServerInfo:   info,
-		Instructions: instructionsFor(s.registry, client, s.opts.Instructions, s.opts.Gate),
-	})
-}
-
-func (s *session) ping(ctx actor.Context, req *jsonrpc2.Request) {
-	s.reply(req.ID, struct{}{})
-}
-
-// cursorPrefix versions the opaque tools/list cursor format.
-const cursorPrefix = "o1:"
-
-func (s *session) listTools(ctx actor.Context, req *jsonrpc2.Request) {
-	var p protocol.ListToolsParams
-	if !s.decode(req, &p) {
-		return
-	}
-	offset := 0
-	if p.Cursor != nil {
-		var ok bool
-		if offset, ok = parseCursor(*p.Cursor, s.registry.Len()); !ok {
-			s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: unknown cursor")
-			return
-		}
-	}
-	page, more := s.registry.Page(offset, s.opts.PageSize)
-	for i := range page {
-		page[i] = protocol.ShapeTool(s.era(), page[i])
-	}
-	res := listToolsResult{ListToolsResult: protocol.ListToolsResult{Tools: page},
-		Meta: map[string]any{SessionMetaKey: sessionMeta(s.overrides, s.opts.Overrides)}}
-	if more {
-		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(offset+len(page))))
-	}
-	s.reply(req.ID, res)
-}
-
-// listToolsResult is a tools/list page with troupe's _meta: what the
-// session's calls use (SessionMetaKey).
-type listToolsResult struct {
-	protocol.ListToolsResult
-	Meta map[string]any `json:"_meta,omitempty"`
-}
-
-func parseCursor(c string, n int) (int, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
-		return 0, false
-	}
-	off, err := strconv.Atoi(strings.TrimPrefix(string(b), cursorPrefix))
-	if err != nil || off < 0 || off > n {
-		return 0, false
-	}
-	return off, true
-}
-
-func (s *session) setLevel(ctx actor.Context, req *jsonrpc2.Request) {
-	var p protocol.SetLevelParams
-	if !s.decode(req, &p) {
-		return
-	}
-	if !p.Level.Valid() {
-		s.fail(req.ID, protocol.CodeInvalidParams,
-			"invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
-		return
-	}
-	s.relay.level = p.Level
-	s.reply(req.ID, struct{}{})
-}
-
-func (s *session) callTool(ctx actor.Context, req *jsonrpc2.Request) {
-	// One decode of the params: _meta stays raw (proxied tools pass it
-	// downstream as it came) and only its two known members are read.
-	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      json.RawMessage `json:"_meta"`
-	}
-	if !s.decode(req, &p) || !s.nameAgrees(req, p.Name) {
-		return
-	}
-	var meta protocol.RequestMeta
-	switch {
-	case len(p.Meta) == 0 || string(p.Meta) == "null":
-		p.Meta = nil
-	case p.Meta[0] != '{':
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: _meta must be an object")
-		return
-	default:
-		if err := json.Unmarshal(p.Meta, &meta); err != nil {
-			s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: _meta: "+describeJSONError(err))
-			return
-		}
-	}
-	if p.Name == "" {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: name is required")
-		return
-	}
-	if len(p.Arguments) > 0 && p.Arguments[0] != '{' && string(p.Arguments) != "null" {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: arguments must be an object")
-		return
-	}
-	s.startCall(ctx, req, p.Name, p.Arguments, p.Meta, &meta, s.registry)
 }
 
 // methodServed reports whether the method name of SessionOptions.Methods
@@ -558,116 +381,12 @@ func (s *session) methodServed(name string) (hiddenBy string, served bool) {
 	return "", true
 }
 
-// callMethod serves a method of SessionOptions.Methods (Codex's former
-// management methods) as a call of the tool of that name: the same
-// invoker, gate, deadline, cancellation and audit as tools/call, but the
-// answer is the tool's structured content, or a JSON-RPC error
-// (methodAnswer).
-func (s *session) callMethod(ctx actor.Context, req *jsonrpc2.Request) {
-	var args json.RawMessage
-	if req.Params != nil {
-		args = *req.Params
-	}
-	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+req.Method+" takes an object")
-		return
-	}
-	s.usedMethods = true
-	s.startCall(ctx, req, req.Method, args, nil, &protocol.RequestMeta{}, s.opts.Methods)
-}
-
-// startCall starts the call req of tool name in registry, once its params
-// have been read.
-func (s *session) startCall(ctx actor.Context, req *jsonrpc2.Request, name string, args, rawMeta json.RawMessage,
-	meta *protocol.RequestMeta, registry *tools.Registry) {
-	// The call keeps its _meta (proxied tools pass it downstream).
-	if err := protocol.CheckSize("_meta", rawMeta, protocol.MaxMetaBytes); err != nil {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
-		return
-	}
-	// An answered or cancelled call still in the table is stopping; the
-	// client may reuse its id (JSON-RPC ids need only be unique among
-	// requests in flight).
-	if s.calls.busy(req.ID) {
-		s.fail(req.ID, protocol.CodeInvalidRequest, "request id is already in use by a call in flight")
-		return
-	}
-	if s.calls.len() >= s.opts.MaxInFlight {
-		s.fail(req.ID, protocol.CodeServerBusy,
-			"too many calls in flight (limit "+strconv.Itoa(s.opts.MaxInFlight)+"); retry when one finishes")
-		return
-	}
-	call := &inflight{tool: name, method: registry != s.registry}
-	if len(meta.ProgressToken) > 0 && string(meta.ProgressToken) != "null" {
-		call.token = meta.ProgressToken
-	}
-	s.outputStore(true)
-	inv := &invocation{
-		id: req.ID, tool: name, args: args,
-		registry: registry, timeout: s.opts.CallTimeout,
-		log: s.log, exec: s.exec,
-		call: callContext{session: s.id, trusted: s.trusted.fingerprint(name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
-			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor, overrides: s.overrides},
-	}
-	if s.current != nil {
-		// A 2026-07-28 call has no session: no session overrides, and no
-		// trust but a stdio connection's; it asks a person through MRTR
-		// (an input_required result and the client's retry, mrtr.go).
-		call.modern = s.current.req
-		trusted := inv.call.trusted
-		inv.call.trusted, inv.call.form, inv.call.overrides, inv.call.stateless = nil, false, nil, true
-		inv.call.version = s.current.req.Version
-		mrtr, ok := s.mrtrFor(req)
-		if !ok {
-			return
-		}
-		inv.call.mrtr = mrtr
-		if s.httpOwner == nil {
-			inv.call.trusted = trusted // stdio: "for this connection" holds for the connection's calls
-		}
-	}
-	inv.progress = call.token != nil
-	inv.meta = rawMeta
-	if meta.TimeoutMs != nil && *meta.TimeoutMs > 0 {
-		inv.requested = time.Duration(*meta.TimeoutMs) * time.Millisecond
-	}
-	call.pid, call.inv = s.invoker(ctx), inv
-	ctx.Send(call.pid, &startCall{inv: inv})
-	s.calls.add(req.ID, call)
-}
-
 // invoker is an idle invoker for the next call, or a new one.
 func (s *session) invoker(ctx actor.Context) *actor.PID {
 	if pid := s.calls.takeIdle(); pid != nil {
 		return pid
 	}
 	return ctx.Spawn(s.exec.invokerProps)
-}
-
-func (s *session) cancelled(ctx actor.Context, req *jsonrpc2.Request) {
-	var p protocol.CancelledParams
-	if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil || p.RequestID == nil {
-		s.log.Debug("ignoring malformed cancellation")
-		return
-	}
-	var id jsonrpc2.ID
-	if err := json.Unmarshal(p.RequestID, &id); err != nil {
-		return
-	}
-	if s.endSubscription(id) {
-		return
-	}
-	call, ok := s.calls.get(id)
-	if !ok || call.cancelled || call.answered {
-		return // finished already, or unknown: the spec says ignore it
-	}
-	call.cancelled = true
-	s.log.Info("call cancelled by client", "id", id.String(), "tool", call.tool, "reason", p.Reason)
-	if call.inv.claimed.CompareAndSwap(false, true) {
-		call.inv.unstarted()
-	}
-	ctx.Stop(call.pid)
-	s.out.Unanswered(id)
 }
 
 // finish sends an invocation's result, unless the call was cancelled,
@@ -682,15 +401,15 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 	case msg.refused != nil:
 		s.send(&jsonrpc2.Response{ID: msg.id, Error: msg.refused})
 	case msg.input != nil:
-		s.reply(msg.id, msg.input)
+		s.replyCall(msg.id, call, msg.input)
 	case call.method:
 		s.send(methodAnswer(msg.id, msg.result))
 	default:
 		v := s.version
-		if call.modern != nil {
-			v = call.modern.Version
+		if call.stateless != nil {
+			v = call.stateless.version
 		}
-		s.reply(msg.id, protocol.ShapeResult(v, msg.result))
+		s.replyCall(msg.id, call, protocol.ShapeResult(v, msg.result))
 	}
 	if !msg.reusable {
 		ctx.Stop(call.pid) // its tool still unwinds; childEnded forgets the call
@@ -698,10 +417,10 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 	}
 	s.calls.remove(msg.id, call.pid)
 	s.failClientRequests(&msg.id, "the call ended")
-	if s.draining || !s.calls.keepIdle(call.pid) {
+	if s.state == Draining || !s.calls.keepIdle(call.pid) {
 		ctx.Stop(call.pid)
 	}
-	if s.draining && s.calls.len() == 0 {
+	if s.state == Draining && s.calls.len() == 0 {
 		ctx.Stop(ctx.Self())
 	}
 }
@@ -719,7 +438,7 @@ func (s *session) childEnded(ctx actor.Context, who *actor.PID) {
 		s.log.Error("invocation ended without an answer", "id", id.String(), "tool", call.tool)
 		s.answerError(id, call, &tools.Error{Kind: tools.KindInternal, Message: "the call ended without a result"})
 	}
-	if s.draining && s.calls.len() == 0 {
+	if s.state == Draining && s.calls.len() == 0 {
 		ctx.Stop(ctx.Self())
 	}
 }
@@ -735,7 +454,7 @@ func (s *session) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chil
 	if id, call, ok := s.calls.runBy(child); ok {
 		if !call.answered && !call.cancelled {
 			call.answered = true
-			s.reply(id, (&tools.Error{Kind: tools.KindInternal,
+			s.replyCall(id, call, (&tools.Error{Kind: tools.KindInternal,
 				Message: "internal error in " + call.tool}).Result(cid))
 		}
 	}
@@ -746,15 +465,15 @@ func (s *session) answerError(id jsonrpc2.ID, call *inflight, e *tools.Error) {
 	call.answered = true
 	cid := newCorrelationID()
 	s.log.Warn("call failed", "id", id.String(), "tool", call.tool, "kind", e.Kind, "correlation_id", cid)
-	s.reply(id, e.Result(cid))
+	s.replyCall(id, call, e.Result(cid))
 }
 
 // drain stops taking requests and ends the session once calls finish.
 func (s *session) drain(ctx actor.Context, grace time.Duration) {
-	if s.draining {
+	if s.state == Draining {
 		return
 	}
-	s.draining = true
+	s.state = Draining
 	s.closeSubscriptions()
 	if s.calls.len() == 0 {
 		ctx.Stop(ctx.Self())
@@ -777,43 +496,19 @@ func (s *session) stopRemaining(ctx actor.Context) {
 	ctx.Stop(ctx.Self())
 }
 
-// decode unmarshals params into v, answering -32602 when they do not fit.
-func (s *session) decode(req *jsonrpc2.Request, v any) bool {
-	if req.Params == nil || string(*req.Params) == "null" {
-		return true
-	}
-	if err := json.Unmarshal(*req.Params, v); err != nil {
-		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+describeJSONError(err))
-		return false
-	}
-	return true
+// reply answers req with result; a stateless-era result gets the era's
+// completion (resultType, the server's identity, cache, when not nil).
+func (s *session) reply(req *transport.Request, result any, cache *protocol.CacheHint) {
+	s.replyTo(req.ID, req.Era == protocol.EraStateless, cache, result)
 }
 
-// describeJSONError turns a decoding error into client-safe text.
-func describeJSONError(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return te.Field + " must be " + jsonKind(te.Type.Kind().String())
-	}
-	return "params do not match the method's schema"
+// replyCall answers call id with result.
+func (s *session) replyCall(id jsonrpc2.ID, call *inflight, result any) {
+	s.replyTo(id, call.stateless != nil, nil, result)
 }
 
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "struct", "map":
-		return "an object"
-	case "slice":
-		return "an array"
-	case "bool":
-		return "a boolean"
-	}
-	return "a number"
-}
-
-// reply answers request id with a result.
-func (s *session) reply(id jsonrpc2.ID, result any) {
+// replyTo answers request id with a result.
+func (s *session) replyTo(id jsonrpc2.ID, stateless bool, cache *protocol.CacheHint, result any) {
 	b, err := json.Marshal(result)
 	if err != nil {
 		s.log.Error("encoding result", "err", err)
@@ -821,8 +516,8 @@ func (s *session) reply(id jsonrpc2.ID, result any) {
 		return
 	}
 	raw := json.RawMessage(b)
-	if m, cache := s.modernFor(id); m != nil {
-		raw = s.completeModern(raw, cache)
+	if stateless {
+		raw = s.completeStateless(raw, cache)
 	}
 	s.send(&jsonrpc2.Response{ID: id, Result: &raw})
 }
@@ -885,7 +580,7 @@ func (s *session) notice(n *toolNotice) {
 	if n.total > 0 {
 		p.Total = &n.total
 	}
-	if s.version.HasProgressMessage() || (call.modern != nil && call.modern.Version.HasProgressMessage()) {
+	if s.version.HasProgressMessage() || (call.stateless != nil && call.stateless.version.HasProgressMessage()) {
 		p.Message = n.message
 	}
 	sent = s.notifyWritten(protocol.NotificationProgress, p, &n.id, n.written)
@@ -920,17 +615,13 @@ func (s *session) notifyWritten(method string, params any, related *jsonrpc2.ID,
 func (s *session) toolsChanged(reg *tools.Registry) {
 	old := s.registry
 	s.registry = reg
-	if s.phase == initialized && !reg.SameTools(old) {
+	if s.version != "" && !reg.SameTools(old) { // initialized: serving, or draining since
 		s.notify(protocol.NotificationToolsListChanged, nil, nil)
 	}
 	if !reg.SameTools(old) {
 		s.toolsChangedForSubscribers()
 	}
 }
-
-// Handle implements transport.Session: a transport's own message carried
-// a request (HTTP).
-func (s *session) Handle(ctx actor.Context, req *jsonrpc2.Request) { s.handle(ctx, req) }
 
 // InputEnded implements transport.Session: no response can come in any
 // more, so requests waiting for one (approvals) fail now instead of at the
@@ -943,3 +634,24 @@ func (s *session) InputEnded(ctx actor.Context) {
 
 // MaxInFlight implements transport.Session.
 func (s *session) MaxInFlight() int { return s.opts.MaxInFlight }
+
+// ID implements SessionView.
+func (s *session) ID() string { return s.id }
+
+// State implements SessionView.
+func (s *session) State() SessionState { return s.state }
+
+// Options implements SessionView.
+func (s *session) Options() *SessionOptions { return s.opts }
+
+// Tools implements SessionView.
+func (s *session) Tools() *tools.Registry { return s.registry }
+
+// Overrides implements SessionView.
+func (s *session) Overrides() *tools.Overrides { return s.overrides }
+
+// Logger implements SessionView.
+func (s *session) Logger() *slog.Logger { return s.log }
+
+// Observer implements SessionView.
+func (s *session) Observer() Observer { return s.exec.observer }

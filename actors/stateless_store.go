@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"troupe/actors/transport"
+	"troupe/protocol"
 	"troupe/spool"
 )
 
@@ -148,24 +150,24 @@ func (c *callerStores) count() int {
 	return len(c.stores)
 }
 
-// outputStore is the store this session's calls spool into and its
-// resources are read from: a 2026-07-28 request over HTTP uses its
-// caller's (callerStores), anything else the session's own. create makes
-// one when there is none yet (for a call); reads make none.
-func (s *session) outputStore(create bool) *spool.Store {
+// Output implements SessionView: the store this session's calls spool
+// into and its resources are read from. A stateless-era request over HTTP
+// uses its caller's (callerStores), anything else the session's own.
+// create makes one when there is none yet (for a call); reads make none.
+func (s *session) Output(req *transport.Request, create bool) (*spool.Store, bool) {
 	if s.store != nil {
-		return s.store
+		return s.store, s.storeShared
 	}
-	if s.httpOwner != nil && s.current != nil && s.opts.callers != nil {
-		if st := s.opts.callers.acquire(*s.httpOwner, create); st != nil {
-			s.store, s.storeShared = st, true
-			return st
+	if req.Credential != nil && req.Era == protocol.EraStateless && s.opts.callers != nil {
+		if st := s.opts.callers.acquire(*req.Credential, create); st != nil {
+			s.store, s.storeShared, s.credential = st, true, req.Credential
+			return st, true
 		}
 	}
 	if create {
 		s.store = spool.NewStore(s.opts.SpoolDir, s.opts.Spool)
 	}
-	return s.store
+	return s.store, false
 }
 
 // dropStore lets go of the session's store as the session ends: its own
@@ -175,7 +177,7 @@ func (s *session) dropStore() {
 	switch {
 	case s.store == nil:
 	case s.storeShared:
-		s.opts.callers.release(*s.httpOwner)
+		s.opts.callers.release(*s.credential)
 	default:
 		if err := s.store.Close(); err != nil {
 			s.log.Warn("removing spooled output", "err", err)

@@ -14,6 +14,7 @@ import (
 
 	"troupe/actors"
 	"troupe/actors/httptransport"
+	"troupe/actors/transport"
 	"troupe/tools"
 )
 
@@ -881,7 +882,7 @@ func TestRequestRacingSessionEnd(t *testing.T) {
 		s := r.session(id)
 		s.Close()
 		<-s.Done()
-		st := s.Request(&jsonrpc2.Request{Method: "ping", ID: jsonrpc2.ID{Num: 1}}, true)
+		st := s.Request(transport.NewRequest(&jsonrpc2.Request{Method: "ping", ID: jsonrpc2.ID{Num: 1}}), true)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		req := httptest.NewRequest("POST", "/mcp", nil).WithContext(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/actors/httptransport"
+	"troupe/actors/transport"
 	"troupe/protocol"
 	"troupe/protocol/framing"
 )
@@ -18,7 +19,7 @@ import (
 // message is one checked JSON-RPC message of a POST body.
 type message struct {
 	raw  json.RawMessage
-	req  *jsonrpc2.Request  // a request or notification
+	req  *transport.Request // a request or notification, read (actors' ReadRequest)
 	resp *jsonrpc2.Response // a response to a server-to-client request
 }
 
@@ -59,29 +60,33 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		raws = []json.RawMessage{body}
 	}
 
-	msgs, rejected := decodeMessages(raws)
+	sessionID := r.Header.Get("Mcp-Session-Id")
+	// Without a session, a lone request whose MCP-Protocol-Version header
+	// names a stateless revision is of that era whatever its body says.
+	hint := sessionID == "" && !batch && protocol.Version(r.Header.Get("Mcp-Protocol-Version")).IsStateless()
+	msgs, rejected := h.decodeMessages(raws, owner, hint)
 	if !batch && len(rejected) > 0 {
 		h.refused(http.StatusBadRequest)
 		writeJSON(w, http.StatusBadRequest, rejected[0]) // not accepted, so 400
 		return
 	}
 
-	if r.Header.Get("Mcp-Session-Id") != "" {
+	if sessionID != "" {
 		for _, m := range msgs {
-			if modernByBody(m) {
-				h.refuseSessionID(w, m) // 2026-07-28 has no sessions (stateless.go)
+			if statelessByBody(m) {
+				h.refuseSessionID(w, m) // the stateless era has no sessions (stateless.go)
 				return
 			}
 		}
 	}
-	if !batch && r.Header.Get("Mcp-Session-Id") == "" && isModern(r, msgs[0]) {
-		h.postModern(w, r, owner, msgs[0], acceptJSON, acceptSSE) // 2026-07-28: no session (stateless.go)
+	if !batch && sessionID == "" && msgs[0].req != nil && msgs[0].req.Era == protocol.EraStateless {
+		h.postStateless(w, r, msgs[0], acceptJSON, acceptSSE) // no session (stateless.go)
 		return
 	}
 	// Which session: a lone initialize request without a session id makes one.
 	var s *httptransport.Handle
 	created := false
-	if r.Header.Get("Mcp-Session-Id") == "" && !batch && isInitialize(msgs[0]) {
+	if sessionID == "" && !batch && isInitialize(msgs[0]) {
 		if s, created = h.newSession(w, owner); !created {
 			return
 		}
@@ -118,16 +123,24 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 }
 
 // decodeMessages checks and decodes raw messages (framing.Decode: one pass
-// each) into requests, notifications and responses; the ones that fail the
-// check become error responses of their own.
-func decodeMessages(raws []json.RawMessage) (msgs []message, rejected [][]byte) {
+// each) into requests, notifications and responses, and reads each request
+// (the one decode of its params, on this goroutine: Host.ReadRequest) as
+// sent with owner's credential; hint says a lone request is of the
+// stateless era by its header. The ones that fail the check become error
+// responses of their own.
+func (h *Handler) decodeMessages(raws []json.RawMessage, owner [32]byte, hint bool) (msgs []message, rejected [][]byte) {
 	for _, raw := range raws {
 		m, rej := framing.Decode(raw)
 		if rej != nil {
 			rejected = append(rejected, rej.Reply())
 			continue
 		}
-		msgs = append(msgs, message{raw: raw, req: m.Request, resp: m.Response})
+		msg := message{raw: raw, resp: m.Response}
+		if m.Request != nil {
+			msg.req = h.host.ReadRequest(m.Request, hint)
+			msg.req.Credential = &owner
+		}
+		msgs = append(msgs, msg)
 	}
 	return msgs, rejected
 }

@@ -8,43 +8,21 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"troupe/actors"
 	"troupe/actors/httptransport"
+	"troupe/actors/transport"
 	"troupe/protocol"
 )
 
-// isModern reports whether a POST without Mcp-Session-Id belongs to the
-// stateless revision (2026-07-28): its body's _meta names a protocol
-// version, it is server/discover, or its MCP-Protocol-Version header names
-// a stateless revision. Other requests without a session id are the
-// handshake era's (initialize, or a 400 that a dual-era client reads as
-// "legacy server" and falls back on).
-func isModern(r *http.Request, m message) bool {
-	if m.req == nil || m.req.Method == protocol.MethodInitialize {
+// statelessByBody reports whether a message that came with an
+// Mcp-Session-Id belongs to the stateless era by its body alone:
+// server/discover, or a _meta protocol version that is not one of the
+// handshake revisions (those have sessions, and the session refuses the
+// request itself).
+func statelessByBody(m message) bool {
+	if m.req == nil || m.req.Era != protocol.EraStateless {
 		return false
 	}
-	return protocol.IsModern(m.req.Method, m.req.Params) ||
-		protocol.Version(r.Header.Get("Mcp-Protocol-Version")).IsStateless()
-}
-
-// modernByBody reports whether a message belongs to the stateless revision
-// by its body alone: server/discover, or a _meta protocol version that is
-// not one of the handshake revisions (those have sessions).
-func modernByBody(m message) bool {
-	if m.req == nil || m.req.Method == protocol.MethodInitialize || !protocol.IsModern(m.req.Method, m.req.Params) {
-		return false
-	}
-	if m.req.Method == protocol.MethodServerDiscover {
-		return true
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	var v string
-	if m.req.Params != nil && json.Unmarshal(*m.req.Params, &p) == nil {
-		_ = json.Unmarshal(p.Meta[protocol.MetaProtocolVersion], &v)
-	}
-	return !protocol.Version(v).HasHandshake()
+	return m.req.Method == protocol.MethodServerDiscover || !m.req.Version.HasHandshake()
 }
 
 // refuseSessionID answers a 2026-07-28 request that came with an
@@ -52,7 +30,7 @@ func modernByBody(m message) bool {
 // session it would skip this era's header checks and run with the
 // session's state; served without it, the client would believe its
 // session carried it. The answer mints and echoes no session id, as the
-// transport asks of a modern server.
+// transport asks of a stateless-era server.
 func (h *Handler) refuseSessionID(w http.ResponseWriter, m message) {
 	var id *jsonrpc2.ID
 	if !m.req.Notif {
@@ -71,14 +49,15 @@ func (h *Handler) refuseSessionID(w http.ResponseWriter, m message) {
 	writeJSON(w, http.StatusBadRequest, body)
 }
 
-// postModern serves one 2026-07-28 request. There is no session in that
-// era: the request's _meta and headers are checked here (-32602, -32022,
-// -32020, 404 with -32601, each with 400 as the transport asks), then a
-// session is started for this request alone, answers as JSON or as an SSE
+// postStateless serves one stateless-era request. There is no session in
+// that era: the request's _meta (as the edge read it) and headers are
+// checked here (-32602, -32022, -32020, 404 with -32601, each with 400 as
+// the transport asks), then a hidden session serves this request alone
+// (requestSession), answers as JSON or as an SSE
 // stream scoped to the request, and is closed. No session id is issued. A
 // client that closes the response stream before the answer cancels the
 // call: closing the session stops it.
-func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]byte, m message, acceptJSON, acceptSSE bool) {
+func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m message, acceptJSON, acceptSSE bool) {
 	if m.req.Notif {
 		// The revision defines no client notification over HTTP (closing
 		// the stream cancels); accept and ignore, as the transport says.
@@ -86,26 +65,27 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 		return
 	}
 	id := m.req.ID
-	mr, perr := protocol.ParseModern(m.req.Params)
-	if perr != nil {
-		h.modernError(w, http.StatusBadRequest, id, perr.Code, perr.Message, perr.Data)
+	if perr := m.req.Refused; perr != nil {
+		h.statelessError(w, http.StatusBadRequest, id, perr.Code, perr.Message, perr.Data)
 		return
 	}
-	name, named, msg := headerMismatch(r, m.req, mr.Version)
+	name, named, msg := headerMismatch(r, m.req)
 	if msg != "" {
-		h.modernError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, msg, nil)
+		h.statelessError(w, http.StatusBadRequest, id, protocol.CodeHeaderMismatch, msg, nil)
 		return
 	}
-	if !actors.ModernMethod(m.req.Method) {
-		h.modernError(w, http.StatusNotFound, id, protocol.CodeMethodNotFound, "Method not found: "+m.req.Method, nil)
+	if !h.host.Serves(m.req.Method, protocol.EraStateless) {
+		h.statelessError(w, http.StatusNotFound, id, protocol.CodeMethodNotFound, "Method not found: "+m.req.Method, nil)
 		return
 	}
+	m.req.Name, m.req.Named = name, named
 	if m.req.Method == protocol.MethodSubscriptionsListen && !acceptSSE {
 		h.refuse(w, http.StatusNotAcceptable, "subscriptions/listen answers with an event stream: Accept must include text/event-stream")
 		return
 	}
 	listen := m.req.Method == protocol.MethodSubscriptionsListen
-	s, release, ok := h.statelessSession(w, owner, listen)
+	owner := *m.req.Credential
+	s, release, ok := h.requestSession(w, owner, listen)
 	if !ok {
 		return
 	}
@@ -119,12 +99,7 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 			s.Close()
 		}
 	}()
-	var st *httptransport.Stream
-	if named {
-		st = s.RequestNamed(m.req, acceptSSE, name)
-	} else {
-		st = s.Request(m.req, acceptSSE)
-	}
+	st := s.Request(m.req, acceptSSE)
 	detach, err := st.Attach()
 	if err != nil {
 		h.refuse(w, http.StatusConflict, err.Error())
@@ -155,13 +130,13 @@ func (h *Handler) postModern(w http.ResponseWriter, r *http.Request, owner [32]b
 	answered = h.streamEvents(w, ctx, s, st, events, done)
 }
 
-// statelessSession starts the hidden session that serves one 2026-07-28
-// request. It is no session in the protocol's sense, so it takes no slot
+// requestSession starts the hidden session that serves one stateless-era
+// request (or takes an idle one of the same caller from the pool). It is no session in the protocol's sense, so it takes no slot
 // of http.max_sessions: it holds one of http.max_stateless_requests, or for
 // subscriptions/listen (open as long as the client wants) one of
 // http.max_subscriptions, from now until the session has ended. Over its
 // bound the request gets the same 503 as an initialize over max_sessions.
-func (h *Handler) statelessSession(w http.ResponseWriter, owner [32]byte, listen bool) (*httptransport.Handle, func(), bool) {
+func (h *Handler) requestSession(w http.ResponseWriter, owner [32]byte, listen bool) (*httptransport.Handle, func(), bool) {
 	if h.shuttingDown(w) {
 		return nil, nil, false
 	}
@@ -219,8 +194,8 @@ func answerStatus(e *jsonrpc2.Error) int {
 	return http.StatusOK
 }
 
-// modernError answers with a JSON-RPC error that names the request.
-func (h *Handler) modernError(w http.ResponseWriter, status int, id jsonrpc2.ID, code int64, message string, data any) {
+// statelessError answers with a JSON-RPC error that names the request.
+func (h *Handler) statelessError(w http.ResponseWriter, status int, id jsonrpc2.ID, code int64, message string, data any) {
 	h.log.Debug("2026-07-28 request refused", "status", status, "code", code, "reason", message)
 	body, err := json.Marshal(&jsonrpc2.Response{ID: id, Error: protocol.NewError(code, message, data)})
 	if err != nil {
@@ -245,13 +220,13 @@ var namedMethods = map[string]bool{
 // name it decodes from the params (transport.Named), so the header is
 // checked against the very value the request then uses, never against a
 // second reading of the body.
-func headerMismatch(r *http.Request, req *jsonrpc2.Request, version protocol.Version) (name string, named bool, msg string) {
+func headerMismatch(r *http.Request, req *transport.Request) (name string, named bool, msg string) {
 	pv := r.Header.Get("Mcp-Protocol-Version")
 	switch {
 	case pv == "":
 		return "", false, "Header mismatch: the MCP-Protocol-Version header is required"
-	case pv != string(version):
-		return "", false, protocol.HeaderMismatch("MCP-Protocol-Version", pv, string(version))
+	case pv != string(req.Version):
+		return "", false, protocol.HeaderMismatch("MCP-Protocol-Version", pv, string(req.Version))
 	}
 	method := r.Header.Get("Mcp-Method")
 	switch {

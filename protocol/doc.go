@@ -21,7 +21,7 @@
 // The handshake revisions (2024-11-05 to 2025-11-25) negotiate once in
 // initialize. The stateless revision, 2026-07-28, has no initialize: each
 // request carries its version, client info and capabilities in _meta
-// ([IsModern], [ParseModern]), and results are decorated with resultType
+// ([NamesVersion], [ReadStatelessMeta]; [Era] names which of the two eras a request belongs to), and results are decorated with resultType
 // and cache hints ([DecorateResult]).
 //
 // # Messages and errors

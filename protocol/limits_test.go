@@ -34,11 +34,11 @@ func TestCheckSizesNamesTheFieldAndTheLimit(t *testing.T) {
 	}
 }
 
-func TestParseModernBoundsClientInfoAndCapabilities(t *testing.T) {
-	parse := func(info, caps string) *ModernError {
+func TestReadStatelessMetaBoundsClientInfoAndCapabilities(t *testing.T) {
+	parse := func(info, caps string) *MetaError {
 		raw := json.RawMessage(`{"_meta":{"` + MetaProtocolVersion + `":"2026-07-28","` + MetaClientCapabilities + `":` + caps +
 			`,"` + MetaClientInfo + `":` + info + `}}`)
-		_, err := ParseModern(&raw)
+		_, err := statelessMetaOf(&raw)
 		return err
 	}
 	if err := parse(`{"name":"`+strings.Repeat("n", 256)+`","version":"1"}`, `{}`); err != nil {

@@ -22,9 +22,30 @@ const (
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 )
 
-// ModernRequest is what a 2026-07-28 request says about itself in its
+// Era is how a request is served. The handshake era (2024-11-05 to
+// 2025-11-25) negotiates a version once, with initialize, and its requests
+// belong to the session that made; the stateless era (2026-07-28) has no
+// session: every request names its version, capabilities and client in its
+// _meta. One name for the idea everywhere: era.
+type Era uint8
+
+// The eras.
+const (
+	EraHandshake Era = iota
+	EraStateless
+)
+
+// String names the era for logs.
+func (e Era) String() string {
+	if e == EraStateless {
+		return "stateless"
+	}
+	return "handshake"
+}
+
+// StatelessMeta is what a stateless-era request says about itself in its
 // _meta: there is no session, so every request carries it.
-type ModernRequest struct {
+type StatelessMeta struct {
 	Version Version
 	Client  Implementation
 	Caps    ClientCapabilities
@@ -33,40 +54,37 @@ type ModernRequest struct {
 	Level *LoggingLevel
 }
 
-// IsModern reports whether a request belongs to the stateless era: it
-// names a protocol version in _meta, or it is server/discover (which exists
-// only there). Anything else is served by the handshake revisions.
-func IsModern(method string, params *json.RawMessage) bool {
-	if method == MethodServerDiscover {
-		return true
-	}
-	if params == nil || !bytes.Contains(*params, []byte(MetaProtocolVersion)) {
+// NamesVersion reports whether meta (a request's _meta as sent) names a
+// protocol version: the mark of a stateless-era request (server/discover,
+// which exists only there, is the other).
+func NamesVersion(meta json.RawMessage) bool {
+	if len(meta) == 0 || !bytes.Contains(meta, []byte(MetaProtocolVersion)) {
 		return false // the common case, decided without decoding
 	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(*params, &p) != nil {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
 		return false
 	}
-	_, ok := p.Meta[MetaProtocolVersion]
+	_, ok := m[MetaProtocolVersion]
 	return ok
 }
 
-// ParseModern reads a stateless request's _meta. The error is the JSON-RPC
-// error the spec prescribes: -32602 for a missing or malformed required
-// field, -32022 (with the supported list) for a version troupe does not
-// serve per request.
-func ParseModern(params *json.RawMessage) (*ModernRequest, *ModernError) {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if params != nil {
-		if err := json.Unmarshal(*params, &p); err != nil {
-			return nil, invalidMeta("params must be an object with an object _meta")
+// ReadStatelessMeta reads a stateless-era request's _meta (meta, as sent;
+// nil when the params had none). The error is the JSON-RPC error the spec
+// prescribes: -32602 for a missing or malformed required field, -32022
+// (with the supported list) for a version troupe does not serve per
+// request. With an error, the result still names the version the request
+// asked for when it could be read (the HTTP front tells a handshake
+// revision's request from others by it). ParamsNotObject is the error for
+// params that are no object.
+func ReadStatelessMeta(meta json.RawMessage) (*StatelessMeta, *MetaError) {
+	var p map[string]json.RawMessage
+	if len(meta) > 0 {
+		if err := json.Unmarshal(meta, &p); err != nil {
+			return nil, ParamsNotObject()
 		}
 	}
-	rawVersion, ok := p.Meta[MetaProtocolVersion]
+	rawVersion, ok := p[MetaProtocolVersion]
 	if !ok {
 		return nil, invalidMeta("_meta." + MetaProtocolVersion + " is required")
 	}
@@ -74,7 +92,7 @@ func ParseModern(params *json.RawMessage) (*ModernRequest, *ModernError) {
 	if json.Unmarshal(rawVersion, &version) != nil || version == "" {
 		return nil, invalidMeta("_meta." + MetaProtocolVersion + " must be a non-empty string")
 	}
-	m := &ModernRequest{Version: Version(version)}
+	m := &StatelessMeta{Version: Version(version)}
 	if !m.Version.IsStateless() {
 		supported := make([]string, 0, len(AllVersions()))
 		for _, v := range AllVersions() {
@@ -84,36 +102,42 @@ func ParseModern(params *json.RawMessage) (*ModernRequest, *ModernError) {
 		if m.Version.HasHandshake() {
 			msg = "Unsupported protocol version: " + version + " needs the initialize handshake"
 		}
-		return nil, &ModernError{Code: CodeUnsupportedVersion, Message: msg,
+		return m, &MetaError{Code: CodeUnsupportedVersion, Message: msg,
 			Data: map[string]any{"supported": supported, "requested": version}}
 	}
-	rawCaps, ok := p.Meta[MetaClientCapabilities]
+	rawCaps, ok := p[MetaClientCapabilities]
 	if !ok {
-		return nil, invalidMeta("_meta." + MetaClientCapabilities + " is required")
+		return m, invalidMeta("_meta." + MetaClientCapabilities + " is required")
 	}
 	if err := CheckSize("_meta."+MetaClientCapabilities, rawCaps, MaxCapabilitiesBytes); err != nil {
-		return nil, invalidMeta(err.Error())
+		return m, invalidMeta(err.Error())
 	}
 	if len(rawCaps) == 0 || rawCaps[0] != '{' || json.Unmarshal(rawCaps, &m.Caps) != nil {
-		return nil, invalidMeta("_meta." + MetaClientCapabilities + " must be an object")
+		return m, invalidMeta("_meta." + MetaClientCapabilities + " must be an object")
 	}
-	if raw, ok := p.Meta[MetaClientInfo]; ok && string(raw) != "null" {
+	if raw, ok := p[MetaClientInfo]; ok && string(raw) != "null" {
 		if json.Unmarshal(raw, &m.Client) != nil {
-			return nil, invalidMeta("_meta." + MetaClientInfo + " must be an object with name and version")
+			return m, invalidMeta("_meta." + MetaClientInfo + " must be an object with name and version")
 		}
 		if err := m.Client.CheckSizes("_meta." + MetaClientInfo); err != nil {
-			return nil, invalidMeta(err.Error())
+			return m, invalidMeta(err.Error())
 		}
 	}
-	if raw, ok := p.Meta[MetaLogLevel]; ok {
+	if raw, ok := p[MetaLogLevel]; ok {
 		var l LoggingLevel
 		if json.Unmarshal(raw, &l) != nil || !l.Valid() {
-			return nil, invalidMeta("_meta." + MetaLogLevel +
+			return m, invalidMeta("_meta." + MetaLogLevel +
 				" must be one of debug, info, notice, warning, error, critical, alert, emergency")
 		}
 		m.Level = &l
 	}
 	return m, nil
+}
+
+// ParamsNotObject is ReadStatelessMeta's error for a stateless-era request
+// whose params (or their _meta) are no object.
+func ParamsNotObject() *MetaError {
+	return invalidMeta("params must be an object with an object _meta")
 }
 
 // HeaderMismatch is -32020's message for an HTTP header whose value
@@ -133,17 +157,17 @@ func quoteHeader(v string) string {
 	return "'" + strings.ToValidUTF8(v, "?") + "'"
 }
 
-// ModernError is a JSON-RPC error of the stateless era's request checks.
-type ModernError struct {
+// MetaError is a JSON-RPC error of the stateless era's request checks.
+type MetaError struct {
 	Code    int64
 	Message string
 	Data    any
 }
 
-func (e *ModernError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
+func (e *MetaError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
 
-func invalidMeta(msg string) *ModernError {
-	return &ModernError{Code: CodeInvalidParams, Message: "invalid params: " + msg}
+func invalidMeta(msg string) *MetaError {
+	return &MetaError{Code: CodeInvalidParams, Message: "invalid params: " + msg}
 }
 
 // CacheScope values: "public" results hold nothing specific to the caller.

@@ -28,37 +28,45 @@ func TestStatelessRevisionInTheTable(t *testing.T) {
 	}
 }
 
-func TestIsModern(t *testing.T) {
+func TestNamesVersion(t *testing.T) {
 	for _, tc := range []struct {
-		method, params string
-		want           bool
+		meta string
+		want bool
 	}{
-		{"server/discover", "", true},
-		{"tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, true},
-		{"tools/list", `{"_meta":{"progressToken":1}}`, false},
-		{"tools/list", `{}`, false},
-		{"tools/list", `[1]`, false},
-		{"tools/list", "", false},
+		{`{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`, true},
+		{`{"io.modelcontextprotocol/protocolVersion":7}`, true},
+		{`{"progressToken":1}`, false},
+		{`{}`, false},
+		{`"io.modelcontextprotocol/protocolVersion"`, false},
+		{``, false},
 	} {
-		var p *json.RawMessage
-		if tc.params != "" {
-			p = raw(tc.params)
-		}
-		if got := IsModern(tc.method, p); got != tc.want {
-			t.Errorf("IsModern(%s, %s) = %v", tc.method, tc.params, got)
+		if got := NamesVersion(json.RawMessage(tc.meta)); got != tc.want {
+			t.Errorf("NamesVersion(%s) = %v", tc.meta, got)
 		}
 	}
 }
 
-func TestParseModern(t *testing.T) {
+// statelessMetaOf reads params as the transport edge does: their _meta,
+// or ParamsNotObject for params that are no object.
+func statelessMetaOf(params *json.RawMessage) (*StatelessMeta, *MetaError) {
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if params != nil && json.Unmarshal(*params, &p) != nil {
+		return nil, ParamsNotObject()
+	}
+	return ReadStatelessMeta(p.Meta)
+}
+
+func TestReadStatelessMeta(t *testing.T) {
 	const caps = `"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}`
-	m, err := ParseModern(raw(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` + caps +
+	m, err := statelessMetaOf(raw(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` + caps +
 		`,"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"info"}}`))
 	if err != nil || m.Version != V20260728 || m.Client.Name != "c" || m.Level == nil || *m.Level != LevelInfo ||
 		!m.Caps.FormElicitation() {
-		t.Fatalf("ParseModern: %+v %v", m, err)
+		t.Fatalf("ReadStatelessMeta: %+v %v", m, err)
 	}
-	if m, err := ParseModern(raw(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` + caps + `}}`)); err != nil || m.Level != nil {
+	if m, err := statelessMetaOf(raw(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` + caps + `}}`)); err != nil || m.Level != nil {
 		t.Fatalf("without logLevel: %+v %v", m, err)
 	}
 	for _, tc := range []struct {
@@ -76,12 +84,12 @@ func TestParseModern(t *testing.T) {
 		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` + caps + `,"io.modelcontextprotocol/clientInfo":"x"}}`, CodeInvalidParams, "clientInfo"},
 		{`[]`, CodeInvalidParams, "object"},
 	} {
-		_, err := ParseModern(raw(tc.params))
+		_, err := statelessMetaOf(raw(tc.params))
 		if err == nil || err.Code != tc.code || !strings.Contains(err.Message, tc.mention) {
 			t.Errorf("%s: got %v, want %d mentioning %q", tc.params, err, tc.code, tc.mention)
 		}
 	}
-	_, err = ParseModern(raw(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01",` + caps + `}}`))
+	_, err = statelessMetaOf(raw(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01",` + caps + `}}`))
 	data, _ := json.Marshal(err.Data)
 	if !strings.Contains(string(data), `"requested":"1900-01-01"`) || !strings.Contains(string(data), `"supported":["2026-07-28"`) {
 		t.Fatalf("-32022 data: %s", data)
@@ -114,20 +122,28 @@ func TestDecorateResult(t *testing.T) {
 	}
 }
 
-func FuzzParseModern(f *testing.F) {
+func FuzzReadStatelessMeta(f *testing.F) {
 	f.Add(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`)
 	f.Add(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}}`)
 	f.Add(`{"_meta":null}`)
 	f.Add(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"}}`)
 	f.Fuzz(func(t *testing.T, params string) {
-		m, err := ParseModern(raw(params))
+		m, err := statelessMetaOf(raw(params))
 		switch {
 		case err == nil && (m == nil || !m.Version.IsStateless()):
 			t.Fatalf("accepted %q as %+v", params, m)
 		case err != nil && err.Code != CodeInvalidParams && err.Code != CodeUnsupportedVersion:
 			t.Fatalf("%q: code %d", params, err.Code)
-		case err == nil && !IsModern("tools/list", raw(params)):
-			t.Fatalf("%q parsed but is not modern", params)
+		case err == nil && !namesVersionIn(params):
+			t.Fatalf("%q parsed but does not name a version", params)
 		}
 	})
+}
+
+// namesVersionIn reports whether params' _meta names a protocol version.
+func namesVersionIn(params string) bool {
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	return json.Unmarshal([]byte(params), &p) == nil && NamesVersion(p.Meta)
 }

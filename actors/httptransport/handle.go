@@ -147,18 +147,11 @@ type Limits struct {
 	StreamBytes  int
 }
 
-// Request delivers a request; its response, and with sse the messages
-// related to it, arrive on the returned stream.
-func (s *Handle) Request(req *jsonrpc2.Request, sse bool) *Stream {
+// Request delivers a request, read at the front (actors' ReadRequest);
+// its response, and with sse the messages related to it, arrive on the
+// returned stream.
+func (s *Handle) Request(req *transport.Request, sse bool) *Stream {
 	return s.request(&httpRequest{req: req, sse: sse})
-}
-
-// RequestNamed is Request for a 2026-07-28 request that came with an
-// Mcp-Name header: the session compares name with the name (or uri) its
-// params give once it has decoded them, and answers -32020 when they
-// differ (transport.Named), so the value checked is the value used.
-func (s *Handle) RequestNamed(req *jsonrpc2.Request, sse bool, name string) *Stream {
-	return s.request(&httpRequest{req: req, sse: sse, name: name, named: true})
 }
 
 // request gives msg a stream and sends it to the session.
@@ -173,7 +166,7 @@ func (s *Handle) request(msg *httpRequest) *Stream {
 }
 
 // Notify delivers a notification.
-func (s *Handle) Notify(req *jsonrpc2.Request) {
+func (s *Handle) Notify(req *transport.Request) {
 	s.root.Send(s.pid, &httpNotification{req: req})
 }
 

@@ -43,23 +43,18 @@ type Transport struct {
 type postStream struct {
 	stream *Stream
 	sse    bool // the client accepts SSE, so related messages may go here
-	// name is the request's Mcp-Name header (2026-07-28), when named.
-	name  string
-	named bool
 }
 
 // Messages from the HTTP front (sent by Handle's methods).
 type (
 	// httpRequest delivers a POSTed request; its answer goes to stream.
 	httpRequest struct {
-		req    *jsonrpc2.Request
+		req    *transport.Request
 		stream *Stream
 		sse    bool
-		name   string // Mcp-Name, when named (Handle.RequestNamed)
-		named  bool
 	}
 	// httpNotification delivers a POSTed notification.
-	httpNotification struct{ req *jsonrpc2.Request }
+	httpNotification struct{ req *transport.Request }
 	// openStandalone asks for the session's GET stream (answered with
 	// *standaloneReply).
 	openStandalone struct{}
@@ -73,7 +68,7 @@ type (
 
 // Request is the request an httpRequest carries: the session answers it
 // with an internal error if handling it panicked.
-func (m *httpRequest) Request() *jsonrpc2.Request { return m.req }
+func (m *httpRequest) Request() *transport.Request { return m.req }
 
 type standaloneReply struct {
 	stream *Stream
@@ -143,19 +138,10 @@ func (o *Transport) request(msg *httpRequest) bool {
 	if o.byID == nil {
 		o.byID = map[string]*Stream{}
 	}
-	o.posts[msg.req.ID] = &postStream{stream: msg.stream, sse: msg.sse, name: msg.name, named: msg.named}
+	o.posts[msg.req.ID] = &postStream{stream: msg.stream, sse: msg.sse}
 	o.byID[msg.stream.id] = msg.stream
 	o.evictEnded()
 	return true
-}
-
-// RequestName implements transport.Named: the Mcp-Name header of the
-// request id, while its POST is open.
-func (o *Transport) RequestName(id jsonrpc2.ID) (string, bool) {
-	if p, ok := o.posts[id]; ok && p.named {
-		return p.name, true
-	}
-	return "", false
 }
 
 // Unanswered implements transport.Transport: the request's stream ends

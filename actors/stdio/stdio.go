@@ -78,6 +78,10 @@ type Options struct {
 	MaxLineBytes int
 	// Logger receives the transport's debug lines; nil discards them.
 	Logger *slog.Logger
+	// Read reads a request at the edge (the session's method table:
+	// actors' ReadRequest), on the read loop's goroutine; statelessHint is
+	// always false here (stdio has no headers). nil reads no params.
+	Read func(msg *jsonrpc2.Request, statelessHint bool) *transport.Request
 }
 
 // New makes the transport of a client that reads out and writes in; done
@@ -85,6 +89,9 @@ type Options struct {
 func New(in io.Reader, out io.WriteCloser, done chan struct{}, o Options) *Transport {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Read == nil {
+		o.Read = func(msg *jsonrpc2.Request, _ bool) *transport.Request { return transport.NewRequest(msg) }
 	}
 	return &Transport{in: in, out: out, done: done, opts: o, log: o.Logger}
 }
@@ -110,8 +117,9 @@ func (o *Transport) Start(ctx actor.Context, s transport.Session) {
 	o.root, o.self = ctx.ActorSystem().Root, ctx.Self()
 	o.stream = framing.New(o.in, o.out, framing.Options{MaxLineBytes: o.opts.MaxLineBytes, Logger: o.log,
 		MaxPending: s.MaxInFlight() + pendingMargin, ResumeAt: s.MaxInFlight() + pendingMargin/2})
-	root, self, stream := o.root, o.self, o.stream
-	// The read loop only forwards, so it never waits on the session and
+	root, self, stream, read := o.root, o.self, o.stream, o.opts.Read
+	// The read loop reads each request (its one decode) and forwards it,
+	// so it never waits on the session and
 	// wire order is kept (a cancellation arrives after its call). It waits
 	// only in ReadMessage, while the client is owed too much (see
 	// Transport). It ends when the input does, or when the output has
@@ -124,7 +132,7 @@ func (o *Transport) Start(ctx actor.Context, s transport.Session) {
 				return
 			}
 			if m.Request != nil {
-				root.Send(self, &transport.Inbound{Request: m.Request})
+				root.Send(self, &transport.Inbound{Request: read(m.Request, false)})
 			} else {
 				root.Send(self, &transport.InboundResponse{Response: m.Response})
 			}

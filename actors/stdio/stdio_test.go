@@ -36,7 +36,7 @@ func (e *echoSession) Receive(ctx actor.Context) {
 	}
 }
 
-func (e *echoSession) Handle(_ actor.Context, req *jsonrpc2.Request) {
+func (e *echoSession) Handle(_ actor.Context, req *transport.Request) {
 	if req.Notif {
 		return
 	}

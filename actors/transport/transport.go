@@ -1,7 +1,9 @@
 // Package transport is the seam between troupe's session actor and the
 // ways its clients reach it: a Transport is a value the session owns, not
 // an actor, and its methods run in the session's Receive, so nothing
-// crosses an actor boundary between a session and its client. Package
+// crosses an actor boundary between a session and its client. What a
+// client sends reaches the session as a Request, read once at the
+// transport's edge (on the transport's goroutine, not the session's). Package
 // stdio is the stream transport (stdio: one framed byte stream, a read
 // loop); package httptransport is streamable HTTP's (a stream per POST,
 // the standalone GET stream, resumption). A new transport implements
@@ -38,20 +40,11 @@ type Transport interface {
 	Touch()
 }
 
-// Named is a transport whose requests may carry the name their params
-// give (tools/call's name, resources/read's uri) outside the body too:
-// 2026-07-28's Mcp-Name header over HTTP. The session compares the two
-// after it has decoded the params, so the name checked is the one used.
-type Named interface {
-	// RequestName is what request id's Mcp-Name said, if it came with one.
-	RequestName(id jsonrpc2.ID) (string, bool)
-}
-
 // Session is what a transport asks of its session.
 type Session interface {
 	// Handle serves one request or notification from the client, as an
 	// Inbound would, within the transport's own message.
-	Handle(ctx actor.Context, req *jsonrpc2.Request)
+	Handle(ctx actor.Context, req *Request)
 	// InputEnded says the client can send nothing more: requests waiting
 	// for its answers fail, and the session drains.
 	InputEnded(ctx actor.Context)
@@ -60,8 +53,8 @@ type Session interface {
 }
 
 // Inbound carries one request or notification from a transport to the
-// session, in wire order.
-type Inbound struct{ Request *jsonrpc2.Request }
+// session, in wire order, read at the transport's edge.
+type Inbound struct{ Request *Request }
 
 // InboundResponse carries a client's response to a server-to-client
 // request.
