@@ -606,22 +606,23 @@ func (s *session) startCall(ctx actor.Context, req *jsonrpc2.Request, name strin
 		id: req.ID, tool: name, args: args,
 		registry: registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
-		call: callContext{session: s.id, trusted: s.trusted.fingerprint(name), form: s.caps.FormElicitation() && s.version.HasElicitation(),
-			version: s.version, gate: s.opts.Gate, store: s.store, auditor: s.exec.auditor, overrides: s.overrides},
+		call: callContext{session: s.id, trusted: s.trusted.fingerprint(name), version: s.version, gate: s.opts.Gate,
+			store: s.store, auditor: s.exec.auditor, overrides: s.overrides,
+			asker: newElicitationAsker(s.caps.FormElicitation() && s.version.HasElicitation())},
 	}
 	if s.current != nil {
 		// A 2026-07-28 call has no session: no session overrides, and no
-		// trust but a stdio connection's; it asks a person through MRTR
-		// (an input_required result and the client's retry, mrtr.go).
+		// trust but a stdio connection's; it asks a person in rounds
+		// (roundAsker: an input_required result and the client's retry, mrtr.go).
 		call.modern = s.current.req
 		trusted := inv.call.trusted
-		inv.call.trusted, inv.call.form, inv.call.overrides, inv.call.stateless = nil, false, nil, true
+		inv.call.trusted, inv.call.overrides = nil, nil
 		inv.call.version = s.current.req.Version
 		mrtr, ok := s.mrtrFor(req)
 		if !ok {
 			return
 		}
-		inv.call.mrtr = mrtr
+		inv.call.asker = newRoundAsker(mrtr)
 		if s.httpOwner == nil {
 			inv.call.trusted = trusted // stdio: "for this connection" holds for the connection's calls
 		}
