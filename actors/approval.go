@@ -30,7 +30,8 @@ const (
 )
 
 // approval asks the client, through elicitation/create, whether one call
-// may run, and tells its invocation (its parent) the outcome. It is a
+// may run, and tells its invocation (its parent) the outcome: the
+// handshake era's question, spawned by elicitationAsker (asker.go). It is a
 // child of the invocation so that a call that is cancelled or ends takes
 // its pending question with it: Stopping withdraws the request towards the
 // client.
@@ -48,7 +49,9 @@ type approval struct {
 	decided bool
 }
 
-// approvalDecided is the approval actor's outcome, sent to its invocation.
+// approvalDecided is a person's decision on a call, whichever asker got
+// it: the approval actor sends it to its invocation; a round's retry
+// (roundAsker) reads it from the client's answer with decideFrom.
 type approvalDecided struct {
 	outcome string // approvalApproved, approvalDenied, approvalExpired or approvalUnavailable
 	session bool   // approved for the rest of the session (per tool)

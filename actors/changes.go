@@ -101,22 +101,24 @@ func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Reque
 		id: req.ID, tool: c.tool, args: c.args,
 		registry: c.registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
-		call: callContext{session: s.id, trusted: s.trusted.fingerprint(c.tool), form: s.caps.FormElicitation() && s.version.HasElicitation(),
-			version: s.version, gate: s.opts.Gate, store: store, auditor: s.exec.auditor, overrides: s.overrides},
+		call: callContext{session: s.id, trusted: s.trusted.fingerprint(c.tool), version: s.version, gate: s.opts.Gate,
+			store: store, auditor: s.exec.auditor, overrides: s.overrides,
+			asker: newElicitationAsker(s.caps.FormElicitation() && s.version.HasElicitation())},
 	}
 	if req.Era == protocol.EraStateless {
 		// A stateless-era call has no session: no session overrides, and no
-		// trust but a stdio connection's; it asks a person through MRTR
-		// (an input_required result and the client's retry, mrtr.go).
+		// trust but a stdio connection's; it asks a person in rounds
+		// (roundAsker: an input_required result and the client's retry,
+		// mrtr.go).
 		call.stateless = &statelessCall{version: req.Version, level: req.Level}
 		trusted := inv.call.trusted
-		inv.call.trusted, inv.call.form, inv.call.overrides, inv.call.stateless = nil, false, nil, true
+		inv.call.trusted, inv.call.overrides = nil, nil
 		inv.call.version = req.Version
 		mrtr, ok := s.mrtrFor(req, c)
 		if !ok {
 			return
 		}
-		inv.call.mrtr = mrtr
+		inv.call.asker = newRoundAsker(mrtr)
 		if req.Credential == nil {
 			inv.call.trusted = trusted // stdio: "for this connection" holds for the connection's calls
 		}

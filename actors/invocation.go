@@ -31,8 +31,8 @@ const (
 )
 
 // invocation is one tools/call: it finds the tool, validates the
-// arguments, passes the approval gate (asking through an approval child
-// when a person must decide), runs the tool in a goroutine it owns under
+// arguments, passes the approval gate (asking through its asker when a
+// person must decide), runs the tool in a goroutine it owns under
 // the call's deadline, and turns whatever happens into exactly one result
 // for its session, plus one audit record. It is the state and logic of one
 // call; the actor that runs it is an invoker (invoker.go), which a session
@@ -105,7 +105,6 @@ func (inv *invocation) unstarted() {
 type callContext struct {
 	session string    // session id, for logs and audit records
 	trusted *[32]byte // the fingerprint of the tool a person trusted for the session, if any
-	form    bool      // the client can show an approval form
 	version protocol.Version
 	gate    gate.Policy
 	store   *spool.Store // the session's spooled outputs; nil keeps output in memory only
@@ -113,10 +112,9 @@ type callContext struct {
 	// overrides are the cwd and env the session set for itself (nil:
 	// none); they reach the tool, the prompt and the audit record.
 	overrides *tools.Overrides
-	// stateless: the call came as a 2026-07-28 request, which asks for
-	// approval with an input_required result (mrtr.go).
-	stateless bool
-	mrtr      *mrtrCall // the request's MRTR parts (stateless only)
+	// asker puts the call's questions to a person, as its era allows:
+	// over the session (handshake era) or in rounds (stateless era).
+	asker asker
 }
 
 // The phases of a call's run (invocation.phase).
@@ -201,12 +199,13 @@ func (inv *invocation) start(ctx actor.Context) {
 	root := inv.root
 	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress, ClientMeta: inv.meta,
 		Reporter:  newReporter(root, ctx.Parent(), inv.id, inv.tool),
-		Overrides: inv.call.overrides, Rounds: inv.call.stateless}
-	if !inv.call.stateless {
-		// A 2026-07-28 call has no session to name or notify later.
+		Overrides: inv.call.overrides, Rounds: inv.call.asker.rounds()}
+	if !inv.req.Rounds {
 		p := &peer{root: root, session: ctx.Parent(), sessionID: inv.call.session, related: &inv.id}
 		inv.req.Client, inv.req.Session = p, p
 	} else {
+		// A call whose questions go in rounds (the stateless era) has no
+		// session to name or notify later.
 		inv.req.Client = &peer{root: root, session: ctx.Parent(), related: &inv.id}
 	}
 	inv.req.RequestID = inv.rawID()
@@ -222,41 +221,25 @@ func (inv *invocation) start(ctx actor.Context) {
 	}
 	spec := entry.Spec()
 	inv.hash = gate.Hash(gate.Call{Spec: spec, Arguments: args, Decoded: checked.Value, Preview: inv.preview, Session: inv.call.overrides})
-	switch {
-	case inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.retry():
-		inv.retryRound(ctx, spec, args)
+	// A request that answers an earlier question (a round's retry) is
+	// its asker's: the gate passed, or is decided, there.
+	if inv.call.asker.resume(inv, ctx, spec, args) {
 		return
+	}
+	switch {
 	case !spec.Safety.NeedsApproval():
 		inv.decision = approvalNotRequired
 	case inv.call.trusted != nil && *inv.call.trusted == entry.Fingerprint(), inv.call.gate.Trusts(spec):
 		inv.decision = approvalTrusted
-	case inv.call.stateless:
-		inv.askInRound(ctx, spec, args)
-		return
-	case !inv.call.form:
-		inv.decided(approvalUnavailable, "the client cannot show approval forms")
-		inv.fail(gate.Refusal(spec, gate.Refused{Ending: gate.EndUnavailable}, inv.call.gate))
-		return
 	default:
-		inv.ask(ctx, spec, args)
+		// A person must decide: the asker asks, in the call's era, and the
+		// decision comes back as an approvalDecided (or the asker answered
+		// the call itself).
+		inv.call.asker.ask(inv, ctx, spec, args)
 		return
 	}
 	inv.decided(inv.decision, "")
 	inv.run(ctx)
-}
-
-// ask spawns the approval child that puts the question to the client.
-func (inv *invocation) ask(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
-	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load(), Session: inv.call.overrides},
-		inv.call.version, inv.hash)
-	a := &approval{session: ctx.Parent(), related: inv.id, params: form,
-		timeout: inv.call.gate.TimeoutOrDefault(), log: inv.logger()}
-	ctx.Spawn(inv.exec.props(func() actor.Actor { return a }))
-	inv.logAt(slog.LevelInfo, "approval requested", "args_hash", inv.hash)
-	inv.asked = time.Now()
-	if o := inv.exec.observer; o != nil {
-		o.CallStateChanged(inv.view, CallWaitingApproval)
-	}
 }
 
 func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
@@ -397,9 +380,10 @@ func (inv *invocation) deadline(ctx actor.Context) {
 // toolReturned answers the call with what its tool returned.
 func (inv *invocation) toolReturned(result *protocol.CallToolResult, err error) {
 	var input *tools.InputRequired
+	if errors.As(err, &input) && inv.call.asker.toolAsks(inv, input) {
+		return // its asker answered: the tool's question goes out in a round
+	}
 	switch {
-	case errors.As(err, &input) && inv.call.stateless && inv.call.mrtr != nil && inv.call.mrtr.sealer != nil:
-		inv.toolAsks(input)
 	case err != nil:
 		inv.toolFailed(err)
 	case result == nil:
@@ -429,6 +413,24 @@ func (inv *invocation) toolFailed(err error) {
 // troupe_approvals_total's outcome.
 func (inv *invocation) fail(e *tools.Error) {
 	inv.answer(e.Result(inv.cid), string(e.Kind))
+}
+
+// answerRPCError ends the call with a JSON-RPC error instead of a
+// CallToolResult (a round's refusals), logged and audited with outcome.
+func (inv *invocation) answerRPCError(e *jsonrpc2.Error, outcome string) {
+	inv.answerWithout(&callFinished{id: inv.id, from: inv.self, refused: e}, outcome)
+}
+
+// answerWithout ends the call with fin, an answer that is not a
+// CallToolResult, logged and audited as every call is.
+func (inv *invocation) answerWithout(fin *callFinished, outcome string) {
+	if inv.done {
+		return
+	}
+	inv.done = true
+	inv.logAt(slog.LevelInfo, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
+	inv.audit(outcome)
+	inv.finished(fin)
 }
 
 // answer sends the call's one result (and its audit record) to the

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/gate"
 	"troupe/gate/approvalstate"
@@ -15,11 +14,11 @@ import (
 	"troupe/tools"
 )
 
-// An MRTR round (multi round-trip request, the 2026-07-28 era's way to ask
+// A round (MRTR, multi round-trip request: the stateless era's way to ask
 // the client something) is one input_required result
 // (protocol.InputRequiredResult) and the client's retry that answers it.
-// This file holds troupe's side of both for tools/call: the approval's
-// round and a tool's own.
+// This file holds troupe's side of both for tools/call, the approval's
+// round and a tool's own: roundAsker, the stateless era's asker (asker.go).
 
 // approvalInputKey names troupe's one input request in an input_required
 // result; the client's retry answers it under the same key.
@@ -60,11 +59,36 @@ type roundPayload struct {
 // input_required result.
 func (m *mrtrCall) retry() bool { return m.state != "" || m.responses != nil }
 
-// askInRound is the gate's question in the 2026-07-28 era: an MRTR round,
+// roundAsker asks in rounds (the stateless era, which has no session to
+// send a request over): a question is the call's answer, input_required
+// with a sealed requestState, and the client's retry answers it. It owns
+// the sealing and opening of states, the retry, and a tool's own rounds.
+// It cannot ask without a sealer, nor a client whose request did not
+// declare form elicitation: those calls are refused.
+type roundAsker struct{ m *mrtrCall }
+
+// newRoundAsker is the asker of a stateless-era call whose request brought
+// m (its caller, capabilities, and on a retry the state and answers).
+func newRoundAsker(m *mrtrCall) asker { return roundAsker{m: m} }
+
+// rounds: a stateless-era call's questions go in rounds.
+func (roundAsker) rounds() bool { return true }
+
+// resume handles the retry that ends a round (retryRound) and reports
+// whether the request was one.
+func (r roundAsker) resume(inv *invocation, ctx actor.Context, spec tools.Spec, args json.RawMessage) bool {
+	if r.m == nil || !r.m.retry() {
+		return false
+	}
+	r.retryRound(inv, ctx, spec, args)
+	return true
+}
+
+// ask is the gate's question in the stateless era: a round,
 // input_required with the approval form and a sealed requestState
-// (askFirst); the client's retry comes back through retryRound.
-func (inv *invocation) askInRound(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
-	m := inv.call.mrtr
+// (askFirst); the client's retry comes back through resume.
+func (r roundAsker) ask(inv *invocation, ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+	m := r.m
 	if m == nil || m.sealer == nil {
 		inv.decided(approvalUnavailable, "no approval state sealer")
 		inv.fail(&tools.Error{Kind: tools.KindPermissionDenied, Message: spec.Name + " was not run: it needs a person's " +
@@ -72,16 +96,16 @@ func (inv *invocation) askInRound(ctx actor.Context, spec tools.Spec, args json.
 			"(protocol 2025-11-25 or earlier) from a client that shows approval prompts."})
 		return
 	}
-	inv.askFirst(ctx, spec, args, m)
+	r.askFirst(inv, spec, args)
 }
 
-// retryRound handles the retry that ends an MRTR round (a 2026-07-28
-// tools/call with requestState or inputResponses): the state must open for this caller
-// and this very call before anything else happens. A state that fails is
-// refused with -32602 and nothing runs. An approval's state decides from
-// the person's answer, as the handshake era's elicitation/create does; a
-// tool round's state resumes the tool with the client's answers, the gate
-// having passed in the round that began it.
+// retryRound handles the retry that ends a round (a stateless-era
+// tools/call with requestState or inputResponses): the state must open for
+// this caller and this very call before anything else happens. A state
+// that fails is refused with -32602 and nothing runs. An approval's state
+// decides from the person's answer, as the handshake era's
+// elicitation/create does; a tool round's state resumes the tool with the
+// client's answers, the gate having passed in the round that began it.
 //
 // A retry that answers nothing spends nothing: its state is checked, not
 // opened, and an approval is asked again under the very same state (the
@@ -89,8 +113,8 @@ func (inv *invocation) askInRound(ctx actor.Context, spec tools.Spec, args json.
 // for. So a caller that repeats such retries neither uses its state up
 // nor adds one (issue 23: each used to spend one and get a fresh one, and
 // 4,096 of them filled the memory every caller's approvals share).
-func (inv *invocation) retryRound(ctx actor.Context, spec tools.Spec, args json.RawMessage) {
-	m := inv.call.mrtr
+func (r roundAsker) retryRound(inv *invocation, ctx actor.Context, spec tools.Spec, args json.RawMessage) {
+	m := r.m
 	refuse := func(detail string) {
 		inv.decided(approvalBadState, detail)
 		inv.answerRPCError(protocol.NewError(protocol.CodeInvalidParams,
@@ -114,7 +138,7 @@ func (inv *invocation) retryRound(ctx actor.Context, spec tools.Spec, args json.
 	open := func() bool {
 		if _, err := m.sealer.Open(m.state, binding); err != nil {
 			if errors.Is(err, approvalstate.ErrBusy) {
-				inv.answerBusy(spec, err)
+				answerBusy(inv, spec, err)
 				return false
 			}
 			refuse(err.Error())
@@ -146,10 +170,10 @@ func (inv *invocation) retryRound(ctx actor.Context, spec tools.Spec, args json.
 	raw, ok := m.responses[approvalInputKey]
 	switch {
 	case !ok && !m.caps.FormElicitation():
-		inv.noElicitation(spec)
+		noElicitation(inv, spec)
 		return
 	case !ok:
-		inv.askUnder(spec, args, m.state, a.Offer) // the spec: ask again for what is missing
+		askUnder(inv, spec, args, m.state, a.Offer) // the spec: ask again for what is missing
 		return
 	}
 	if !open() {
@@ -182,29 +206,33 @@ func (inv *invocation) retryRound(ctx actor.Context, spec tools.Spec, args json.
 	inv.approvalDecided(ctx, d)
 }
 
-// toolAsks answers a 2026-07-28 call whose tool needs the client's input
-// (*tools.InputRequired): input_required with the tool's requests and a
-// sealed state that carries the tool's own, so the retry resumes the tool
-// without asking for approval again. A request for something the client
-// did not declare is -32021, as for approvals.
-func (inv *invocation) toolAsks(ir *tools.InputRequired) {
-	m := inv.call.mrtr
+// toolAsks answers a stateless-era call whose tool needs the client's
+// input (*tools.InputRequired): input_required with the tool's requests
+// and a sealed state that carries the tool's own, so the retry resumes the
+// tool without asking for approval again. A request for something the
+// client did not declare is -32021, as for approvals. Without a sealer it
+// cannot: false, and the call fails as the tool's error.
+func (r roundAsker) toolAsks(inv *invocation, ir *tools.InputRequired) bool {
+	m := r.m
+	if m == nil || m.sealer == nil {
+		return false
+	}
 	spec := inv.entry.Spec()
 	for key, raw := range ir.Requests {
-		var r struct {
+		var q struct {
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 		}
-		if json.Unmarshal(raw, &r) != nil {
+		if json.Unmarshal(raw, &q) != nil {
 			inv.logAt(slog.LevelError, "a tool's input request is not a request object", "key", key)
 			inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " asked a malformed question; see the server log"})
-			return
+			return true
 		}
-		if what, ok := requiredCapability(r.Method, r.Params, m.caps); !ok {
+		if what, ok := requiredCapability(q.Method, q.Params, m.caps); !ok {
 			inv.answerRPCError(protocol.NewError(protocol.CodeMissingCapability,
 				"Server requires the "+what+" for this request: "+spec.Name+" asks the client a question",
-				map[string]any{"requiredCapabilities": capabilityObject(r.Method, r.Params)}), approvalUnavailable)
-			return
+				map[string]any{"requiredCapabilities": capabilityObject(q.Method, q.Params)}), approvalUnavailable)
+			return true
 		}
 	}
 	payload, _ := json.Marshal(roundPayload{Tool: ir.State, Asks: len(ir.Requests) > 0})
@@ -212,15 +240,16 @@ func (inv *invocation) toolAsks(ir *tools.InputRequired) {
 		Binding: approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller},
 		Offer:   approvalstate.Offer(approvalstate.Once), Payload: payload})
 	if errors.Is(err, approvalstate.ErrBusy) {
-		inv.answerBusy(spec, err)
-		return
+		answerBusy(inv, spec, err)
+		return true
 	}
 	if err != nil {
 		inv.logAt(slog.LevelError, "sealing a tool's input state", "err", err)
 		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " needs input that cannot be asked for; see the server log"})
-		return
+		return true
 	}
-	inv.answerRound(protocol.NewInputRequired(ir.Requests, state))
+	answerRound(inv, protocol.NewInputRequired(ir.Requests, state))
+	return true
 }
 
 // capabilityObject is the requiredCapabilities member of a -32021 error for
@@ -252,16 +281,17 @@ func parseKnownChoice(choice string) (approvalstate.Decision, bool) {
 
 // askFirst answers the first request: -32021 for a client that did not
 // declare elicitation, else input_required with the form and the state.
-func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.RawMessage, m *mrtrCall) {
+func (r roundAsker) askFirst(inv *invocation, spec tools.Spec, args json.RawMessage) {
+	m := r.m
 	if !m.caps.FormElicitation() {
-		inv.noElicitation(spec)
+		noElicitation(inv, spec)
 		return
 	}
 	offer := approvalstate.OfferFor(m.caller)
 	state, err := m.sealer.Seal(approvalstate.Request{
 		Binding: approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller}, Offer: offer})
 	if errors.Is(err, approvalstate.ErrBusy) {
-		inv.answerBusy(spec, err)
+		answerBusy(inv, spec, err)
 		return
 	}
 	if err != nil {
@@ -269,12 +299,12 @@ func (inv *invocation) askFirst(ctx actor.Context, spec tools.Spec, args json.Ra
 		inv.fail(&tools.Error{Kind: tools.KindInternal, Message: "cannot ask for approval; see the server log"})
 		return
 	}
-	inv.askUnder(spec, args, state, offer)
+	askUnder(inv, spec, args, state, offer)
 }
 
 // noElicitation refuses a call that needs approval from a request that did
 // not declare form elicitation: -32021 with requiredCapabilities.
-func (inv *invocation) noElicitation(spec tools.Spec) {
+func noElicitation(inv *invocation, spec tools.Spec) {
 	inv.decided(approvalUnavailable, "the request did not declare the elicitation capability")
 	inv.answerRPCError(protocol.NewError(protocol.CodeMissingCapability,
 		"Server requires the elicitation capability for this request: "+spec.Name+" needs a person's approval",
@@ -283,7 +313,7 @@ func (inv *invocation) noElicitation(spec tools.Spec) {
 
 // askUnder answers input_required with the approval form for offer under
 // state: a fresh one, or the one a retry without an answer brought back.
-func (inv *invocation) askUnder(spec tools.Spec, args json.RawMessage, state string, offer approvalstate.Offer) {
+func askUnder(inv *invocation, spec tools.Spec, args json.RawMessage, state string, offer approvalstate.Offer) {
 	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
 		inv.call.version, inv.hash)
 	restrictForm(form, offer, spec.Name)
@@ -294,7 +324,7 @@ func (inv *invocation) askUnder(spec tools.Spec, args json.RawMessage, state str
 		return
 	}
 	inv.decided(approvalAsked, "input_required with the choices "+offer.String())
-	inv.answerRound(protocol.NewInputRequired(map[string]json.RawMessage{approvalInputKey: question}, state))
+	answerRound(inv, protocol.NewInputRequired(map[string]json.RawMessage{approvalInputKey: question}, state))
 }
 
 // restrictForm removes the choices offer leaves out from the form's one
@@ -345,7 +375,7 @@ func restrictForm(p *protocol.ElicitRequestParams, offer approvalstate.Offer, to
 // answerBusy refuses a call because a bound of outstanding approval states
 // is full (an *approvalstate.BusyError): -32000 (the server is busy; try
 // later) saying whose limit it is, with the bound in data. Nothing runs.
-func (inv *invocation) answerBusy(spec tools.Spec, err error) {
+func answerBusy(inv *invocation, spec tools.Spec, err error) {
 	data := map[string]any{"reason": "too many approval states outstanding"}
 	var busy *approvalstate.BusyError
 	if errors.As(err, &busy) {
@@ -360,26 +390,8 @@ func (inv *invocation) answerBusy(spec tools.Spec, err error) {
 	inv.answerRPCError(protocol.NewError(protocol.CodeServerBusy, err.Error()+"; "+spec.Name+" was not run.", data), approvalTooMany)
 }
 
-// answerRound ends the call with an MRTR round's input_required result,
-// logged and audited as every call is (the outcome is approvalAsked).
-func (inv *invocation) answerRound(ir *protocol.InputRequiredResult) {
+// answerRound ends the call with a round's input_required result, logged
+// and audited as every call is (the outcome is approvalAsked).
+func answerRound(inv *invocation, ir *protocol.InputRequiredResult) {
 	inv.answerWithout(&callFinished{id: inv.id, from: inv.self, input: ir}, approvalAsked)
-}
-
-// answerRPCError ends the call with a JSON-RPC error instead of a
-// CallToolResult, logged and audited with outcome.
-func (inv *invocation) answerRPCError(e *jsonrpc2.Error, outcome string) {
-	inv.answerWithout(&callFinished{id: inv.id, from: inv.self, refused: e}, outcome)
-}
-
-// answerWithout ends the call with fin, an answer that is not a
-// CallToolResult, logged and audited as every call is.
-func (inv *invocation) answerWithout(fin *callFinished, outcome string) {
-	if inv.done {
-		return
-	}
-	inv.done = true
-	inv.logAt(slog.LevelInfo, "call finished", "outcome", outcome, "duration", time.Since(inv.started))
-	inv.audit(outcome)
-	inv.finished(fin)
 }
