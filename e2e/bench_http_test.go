@@ -71,3 +71,29 @@ func TestBenchOverHTTPSaysWhatWentWrong(t *testing.T) {
 		t.Errorf("soak without --pid: want RSS n/a, not 0.0:\n%s", out)
 	}
 }
+
+// TestBenchStatelessOverHTTP: `troupe bench --stateless` drives troupe's
+// 2026-07-28 path (server/discover, then tools/calls without a session)
+// and says so; a refused token is still a refused token, not a server
+// without server/discover.
+func TestBenchStatelessOverHTTP(t *testing.T) {
+	fx := newFixture(t)
+	token := newToken(t)
+	srv := startHTTPServer(t, fx.dir, token, "-c", "tools.benchmark_echo=true")
+
+	code, _, errText := runBench(t, nil, "--stateless", "--http", srv.url, "--calls", "5")
+	if code != 1 || !strings.Contains(errText, "401") || !strings.Contains(errText, "--bearer-token-env") {
+		t.Errorf("without a token: exit %d, stderr %q; want 1 naming 401 and --bearer-token-env", code, errText)
+	}
+	auth := []string{tokenEnv + "=" + token}
+	code, out, errText := runBench(t, auth, "--stateless", "--http", srv.url, "--calls", "200", "--concurrency", "8",
+		"--bearer-token-env", tokenEnv, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errText)
+	}
+	for _, want := range []string{`"stateless": "2026-07-28"`, `"ok": 200`, `"errors": {}`, `"sessions": 0`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report without %s:\n%s", want, out)
+		}
+	}
+}

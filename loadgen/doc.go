@@ -19,6 +19,17 @@
 // run ends; the time from its start to its initialize answer is reported
 // as StartupMs.
 //
+// Over HTTP, Options.Stateless makes the calls without a session, as the
+// 2026-07-28 revision does: server/discover once, then every tools/call
+// stands alone, its version, client capabilities and client in _meta and
+// its version, method and tool in the MCP-Protocol-Version, Mcp-Method and
+// Mcp-Name headers. A server that answers server/discover with "method not
+// found" or an HTTP 4xx (a 2025 server in its stateless mode, such as
+// mcp-go's WithStateLess or go-sdk's Stateless before they learnt
+// 2026-07-28) gets the 2025 revisions' stateless calls instead: a plain
+// tools/call with no session id and no initialize. Report.Stateless says
+// which dialect the calls spoke.
+//
 // # Modes
 //
 //   - [ModeThroughput]: Calls calls, Concurrency in flight. Over HTTP the

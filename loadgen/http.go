@@ -23,6 +23,9 @@ type httpSession struct {
 	token   string
 	id      string // Mcp-Session-Id; empty when the server is stateless
 	version string // negotiated protocol version
+	// method and name, when set, are sent as Mcp-Method and Mcp-Name:
+	// the stateless revision's calls mirror their method and tool there.
+	method, name string
 }
 
 func newHTTPClient(conns int) *http.Client {
@@ -48,6 +51,12 @@ func (h *httpSession) post(ctx context.Context, body []byte) (*http.Response, er
 	}
 	if h.version != "" {
 		req.Header.Set("Mcp-Protocol-Version", h.version)
+	}
+	if h.method != "" {
+		req.Header.Set("Mcp-Method", h.method)
+	}
+	if h.name != "" {
+		req.Header.Set("Mcp-Name", h.name)
 	}
 	if h.token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.token)

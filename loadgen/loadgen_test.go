@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -217,9 +219,90 @@ func TestOptionErrors(t *testing.T) {
 		{Target: Target{Command: []string{"x"}}, Mode: ModeSoak},
 		{Target: Target{Command: []string{"x"}}, Mode: "fast"},
 		{Target: Target{Command: []string{"x"}}, Args: json.RawMessage(`[1]`)},
+		{Target: Target{Command: []string{"x"}}, Stateless: true},
+		{Target: Target{URL: "http://x"}, Stateless: true, Mode: ModeSessions},
+		{Target: Target{URL: "http://x"}, Stateless: true, Sessions: 2},
 	} {
 		if _, err := Run(context.Background(), o); err == nil {
 			t.Errorf("Run(%+v) accepted", o)
+		}
+	}
+}
+
+// TestHTTPStateless drives troupe's 2026-07-28 path: server/discover
+// once, then tools/calls without a session. troupe refuses a call whose
+// _meta or headers are wrong (400, -32602 or -32020), and a call that
+// carries a session id, so every call answered proves the requests
+// conform.
+func TestHTTPStateless(t *testing.T) {
+	url := troupeHTTP(t, new(atomic.Int64))
+	rep, err := Run(context.Background(), Options{Target: Target{URL: url}, Stateless: true, Calls: 500, Concurrency: 8,
+		Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 500 || rep.OK != 500 || len(rep.Errors) != 0 || rep.Sessions != 0 || rep.Stateless != "2026-07-28" {
+		t.Fatalf("report: %+v %v", rep, rep.ErrorTexts)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out); err != nil || !strings.Contains(out.String(), "without a session (2026-07-28)") {
+		t.Fatalf("table: %v\n%s", err, out.String())
+	}
+	// A tool name that is not plain ASCII goes into Mcp-Name base64
+	// encoded; troupe compares the decoded header with params.name, so a
+	// wrong encoding would be a -32020, not the isError of an unknown tool.
+	rep, err = Run(context.Background(), Options{Target: Target{URL: url}, Stateless: true, Tool: "écho ", Calls: 5,
+		Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors[KindIsError] != 5 {
+		t.Fatalf("unknown tool: %v %v", rep.Errors, rep.ErrorTexts)
+	}
+}
+
+// TestHTTPStatelessOlderServer: a server that does not know server/discover
+// (-32601, or an HTTP 4xx) gets the 2025 revisions' stateless calls: a
+// tools/call with no session id, no initialize and no _meta.
+func TestHTTPStatelessOlderServer(t *testing.T) {
+	for _, refusal := range []string{"jsonrpc", "http"} {
+		var calls, bad atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				http.Error(w, "bad JSON", http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			switch {
+			case req.Method == "server/discover" && refusal == "http":
+				http.Error(w, "Bad Request: Mcp-Session-Id required", http.StatusBadRequest)
+			case req.Method == "server/discover":
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+			case req.Method == "tools/call":
+				calls.Add(1)
+				if r.Header.Get("Mcp-Session-Id") != "" || bytes.Contains(req.Params, []byte("_meta")) ||
+					r.Header.Get("Mcp-Method") != "" || r.Header.Get("Mcp-Protocol-Version") != "2025-06-18" {
+					bad.Add(1)
+				}
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, req.ID)
+			default:
+				bad.Add(1)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+			}
+		}))
+		rep, err := Run(context.Background(), Options{Target: Target{URL: srv.URL}, Stateless: true, Calls: 20, Concurrency: 2,
+			Timeout: 20 * time.Second})
+		srv.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", refusal, err)
+		}
+		if rep.OK != 20 || calls.Load() != 20 || bad.Load() != 0 || rep.Stateless != "2025-06-18" {
+			t.Fatalf("%s: ok %d, calls %d, %d not in the 2025 stateless form, dialect %q", refusal, rep.OK, calls.Load(), bad.Load(), rep.Stateless)
 		}
 	}
 }

@@ -18,6 +18,11 @@ type Report struct {
 	Tool        string `json:"tool,omitempty"`
 	Concurrency int    `json:"concurrency"`
 	Sessions    int    `json:"sessions"`
+	// Stateless is, for calls made without a session, the protocol
+	// version they spoke: StatelessVersion after server/discover, or the
+	// 2025 revision of the stateless calls a server without
+	// server/discover got.
+	Stateless string `json:"stateless,omitempty"`
 
 	Calls  int64            `json:"calls"`  // calls that ended (answered or failed)
 	OK     int64            `json:"ok"`     // calls answered with a successful result
@@ -123,7 +128,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.Tool != "" {
 		row("tool", "%s", r.Tool)
 	}
-	row("concurrency", "%d over %d session(s)", r.Concurrency, r.Sessions)
+	if r.Stateless != "" {
+		row("concurrency", "%d, without a session (%s)", r.Concurrency, r.Stateless)
+	} else {
+		row("concurrency", "%d over %d session(s)", r.Concurrency, r.Sessions)
+	}
 	if r.StartupMs > 0 {
 		row("startup", "%.1f ms (process start to initialize answer)", r.StartupMs)
 	}

@@ -61,6 +61,14 @@ type Options struct {
 	Tool        string          // the tool to call (default "echo")
 	Args        json.RawMessage // its arguments, a JSON object (default {"text":"hello"})
 
+	// Stateless, with an HTTP target, makes the calls without a session:
+	// the 2026-07-28 revision's (server/discover once, then each tools/call
+	// on its own, carrying its version and capabilities in _meta and the
+	// headers that revision requires), or, when the server does not know
+	// server/discover, the 2025 revisions' stateless calls (tools/call
+	// with neither a session id nor initialize). See openStateless.
+	Stateless bool
+
 	Rate     float64       // ModeSoak: calls per second (required)
 	Duration time.Duration // ModeSoak: how long (required)
 	Interval time.Duration // ModeSoak: the drift report's step (default Duration/10, at least 1 s)
@@ -69,9 +77,13 @@ type Options struct {
 	// an HTTP server. A stdio server is always watched.
 	PID int
 
-	Timeout         time.Duration // the whole run (default 5 min)
-	CallTimeout     time.Duration // one call (default 30 s); a handshake gets at least 10 s
-	ProtocolVersion string        // offered in initialize (default "2025-06-18")
+	Timeout     time.Duration // the whole run (default 5 min)
+	CallTimeout time.Duration // one call (default 30 s); a handshake gets at least 10 s
+	// ProtocolVersion is offered in initialize (default "2025-06-18"); with
+	// Stateless, the version the calls speak (default "2026-07-28";
+	// a 2025 revision skips server/discover and makes the 2025 stateless
+	// calls).
+	ProtocolVersion string
 
 	// Progress, when set, receives a live progress line (carriage
 	// returns, no newlines) four times a second: give it a terminal.
@@ -110,6 +122,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ProtocolVersion == "" {
 		o.ProtocolVersion = "2025-06-18"
+		if o.Stateless {
+			o.ProtocolVersion = StatelessVersion
+		}
 	}
 	switch {
 	case (o.Target.URL == "") == (len(o.Target.Command) == 0):
@@ -118,12 +133,20 @@ func (o *Options) defaults() error {
 		if err := validURL(o.Target.URL); err != nil {
 			return err
 		}
+	case o.Stateless:
+		return errors.New("stateless calls need an HTTP target (stdio has no sessions to leave out)")
+	}
+	if o.Stateless && o.Sessions > 1 {
+		return errors.New("stateless calls open no sessions: leave the session count out")
 	}
 	switch o.Mode {
 	case ModeThroughput:
 	case ModeSessions:
 		if o.Target.URL == "" {
 			return errors.New("sessions mode needs an HTTP target (a stdio server has one session)")
+		}
+		if o.Stateless {
+			return errors.New("sessions mode opens sessions: it cannot be stateless")
 		}
 	case ModeSoak:
 		if o.Rate <= 0 || o.Duration <= 0 {
@@ -207,7 +230,17 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Mode == ModeSessions {
 		return runSessions(ctx, opts, rep, client, watch)
 	}
-	if client != nil {
+	if client != nil && opts.Stateless {
+		s, meta, err := openStateless(ctx, opts, client)
+		if err != nil {
+			return nil, err
+		}
+		if meta != "" {
+			tmpl = tmpl.withMeta(meta)
+		}
+		rep.Sessions, rep.Stateless = 0, s.version
+		endpoints = append(endpoints, s)
+	} else if client != nil {
 		sessions, err := openSessions(ctx, opts, client, opts.Sessions)
 		defer closeSessions(client, sessions)
 		if err != nil {

@@ -39,6 +39,16 @@ func newCallTemplate(tool string, args json.RawMessage) (callTemplate, error) {
 	return callTemplate{prefix: []byte(`{"jsonrpc":"2.0","id":`), suffix: suffix}, nil
 }
 
+// withMeta is the template with a _meta object (JSON) added to its
+// params, for the calls of the stateless revision.
+func (t callTemplate) withMeta(meta string) callTemplate {
+	suffix := bytes.Clone(t.suffix[:len(t.suffix)-2]) // the closing "}}" of params and the request
+	suffix = append(suffix, `,"_meta":`...)
+	suffix = append(suffix, meta...)
+	suffix = append(suffix, "}}"...)
+	return callTemplate{prefix: t.prefix, suffix: suffix}
+}
+
 // append appends the request with id to dst.
 func (t callTemplate) append(dst []byte, id int64) []byte {
 	dst = append(dst, t.prefix...)

@@ -36,10 +36,21 @@ Modes:
   soak        --rate R calls/s for --duration D; latency, errors and RSS per
               --interval
 
+--stateless, with --http, makes the calls without a session, as the
+2026-07-28 revision does: server/discover once, then each tools/call on
+its own with its version and capabilities in _meta and the MCP-Protocol-
+Version, Mcp-Method and Mcp-Name headers. A server that answers
+server/discover with "method not found" or an HTTP 4xx (a 2025 server in
+its stateless mode) gets plain tools/calls with no session and no
+initialize instead; the report's "concurrency" row (JSON: "stateless")
+names the version the calls spoke. --protocol-version 2025-06-18 asks
+for those 2025 calls without server/discover.
+
 --stdio splits its value on spaces (no quoting): use "-- CMD ARGS..." for
 arguments with spaces. Exits 0 when the run completed, 1 when it could not
 start, 2 on usage errors. Failed calls are reported, not fatal.`,
 		example: `troupe bench --calls 20000 --concurrency 8 -- troupe serve -c tools.benchmark_echo=true
+troupe bench --stateless --concurrency 64 --http http://127.0.0.1:8080/mcp
 troupe bench soak --rate 200 --duration 5m --http http://127.0.0.1:8080/mcp --bearer-token-env TROUPE_TOKEN`}
 }
 
@@ -55,6 +66,7 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 	// The body's names for the flags.
 	stdio, url, tokenEnv, calls, concurrency, sessions, tool, argsJSON := f.stdio, f.url, f.tokenEnv, f.calls, f.concurrency, f.sessions, f.tool, f.argsJSON
 	rate, duration, interval, pid, timeout, callTimeout, version, asJSON, serverStderr := f.rate, f.duration, f.interval, f.pid, f.timeout, f.callTimeout, f.version, f.asJSON, f.serverStderr
+	stateless := f.stateless
 	if code, ok := parseFlags(fs, help, args, stdout, stderr); !ok {
 		return code
 	}
@@ -63,7 +75,7 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 	}
 	opts := loadgen.Options{Mode: mode, Calls: *calls, Concurrency: *concurrency, Sessions: *sessions,
 		Tool: *tool, Args: json.RawMessage(*argsJSON), Rate: *rate, Duration: *duration, Interval: *interval,
-		PID: *pid, Timeout: *timeout, CallTimeout: *callTimeout, ProtocolVersion: *version}
+		PID: *pid, Timeout: *timeout, CallTimeout: *callTimeout, ProtocolVersion: *version, Stateless: *stateless}
 	switch {
 	case *stdio != "" && fs.NArg() > 0:
 		return usageErr("give --stdio or a command after --, not both")
@@ -143,7 +155,7 @@ type benchFlagValues struct {
 	calls, concurrency, sessions, pid             *int
 	rate                                          *float64
 	duration, interval, timeout, callTimeout      *time.Duration
-	asJSON, serverStderr                          *bool
+	asJSON, serverStderr, stateless               *bool
 }
 
 // benchFlags declares bench's flags: bench parses them, and "troupe
@@ -165,7 +177,8 @@ func benchFlags() (*flag.FlagSet, benchFlagValues) {
 	f.pid = fs.Int("pid", 0, "a local HTTP server's process id `PID`, to report its CPU and RSS")
 	f.timeout = fs.Duration("timeout", loadgen.DefaultTimeout, "a bound on the whole run, a `DURATION`")
 	f.callTimeout = fs.Duration("call-timeout", loadgen.DefaultCallTimeout, "a bound on one call, a `DURATION`")
-	f.version = fs.String("protocol-version", "", "the protocol `VERSION` offered in initialize (default 2025-06-18)")
+	f.stateless = fs.Bool("stateless", false, "over --http, call without a session: server/discover, then 2026-07-28 tools/calls (see above)")
+	f.version = fs.String("protocol-version", "", "the protocol `VERSION` offered in initialize (default 2025-06-18; with --stateless, the version the calls speak, default 2026-07-28)")
 	f.asJSON = fs.Bool("json", false, "print the report as JSON")
 	f.serverStderr = fs.Bool("server-stderr", false, "pass a stdio server's stderr through (default: discarded)")
 	return fs, f

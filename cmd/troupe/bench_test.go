@@ -22,6 +22,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--stdio", "x", "--args", "[1]"}, "JSON object"},
 		{[]string{"bench", "--stdio", "x", "--bearer-token-env", "TROUPE_BENCH_UNSET_VAR"}, "not set"},
 		{[]string{"bench", "--no-such-flag"}, "flag provided but not defined"},
+		{[]string{"bench", "--stateless", "--stdio", "x"}, "need an HTTP target"},
+		{[]string{"bench", "sessions", "--stateless", "--http", "http://127.0.0.1:1/mcp"}, "cannot be stateless"},
+		{[]string{"bench", "--stateless", "--sessions", "4", "--http", "http://127.0.0.1:1/mcp"}, "open no sessions"},
 	} {
 		dir := t.TempDir()
 		stdout, stderr := tempFile(t, dir, "out"), tempFile(t, dir, "err")

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,6 +33,9 @@ type report struct {
 		CPUUsPerCall float64 `json:"cpu_us_per_call"`
 		RSSStart     int64   `json:"rss_start_bytes"`
 	} `json:"server"`
+	// Stateless is the protocol version of calls made without a session
+	// (troupe bench --stateless).
+	Stateless       string `json:"stateless"`
 	SessionsOpened  int    `json:"sessions_opened"`
 	BytesPerSession int64  `json:"bytes_per_session"`
 	Aborted         string `json:"aborted"`
@@ -62,6 +66,11 @@ var metrics = []metric{
 	{"HTTP calls/s, 32 sessions × 64 callers", "http", true, func(r *report) (float64, bool) { return r.CallsPerSec, r.OK > 0 }},
 	{"HTTP p99 µs", "http", false, func(r *report) (float64, bool) { return r.Latency.P99, r.OK > 0 }},
 	{"HTTP server CPU µs/call", "http", false, cpu},
+	// The 2026-07-28 path: server/discover once, then tools/calls without
+	// a session (there are no sessions to spread the callers over).
+	{"HTTP stateless calls/s, 64 callers", "http_stateless", true, func(r *report) (float64, bool) { return r.CallsPerSec, r.OK > 0 }},
+	{"HTTP stateless p99 µs", "http_stateless", false, func(r *report) (float64, bool) { return r.Latency.P99, r.OK > 0 }},
+	{"HTTP stateless server CPU µs/call", "http_stateless", false, cpu},
 	{"bytes per idle HTTP session", "idle", false, func(r *report) (float64, bool) {
 		return float64(r.BytesPerSession), r.SessionsOpened > 0 && r.BytesPerSession > 0
 	}},
@@ -74,18 +83,24 @@ var metrics = []metric{
 	}},
 }
 
-func main() {
-	peersFlag := flag.String("peers", "troupe,floor,mcpgo,gosdk", "peers in column order; the first is compared with the others")
-	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: summarize [-peers a,b,c] DIR")
-		flag.PrintDefaults()
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command: it prints the tables to w and returns the exit code.
+func run(args []string, w, stderr io.Writer) int {
+	fs := flag.NewFlagSet("summarize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	peersFlag := fs.String("peers", "troupe,floor,mcpgo,gosdk", "peers in column order; the first is compared with the others")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: summarize [-peers a,b,c] DIR")
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	if flag.NArg() != 1 {
-		flag.Usage()
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		if err == nil {
+			fs.Usage()
+		}
+		return 2
 	}
-	dir := flag.Arg(0)
+	dir := fs.Arg(0)
 	peers := strings.Split(*peersFlag, ",")
 
 	roundDirs, _ := filepath.Glob(filepath.Join(dir, "r*"))
@@ -97,8 +112,8 @@ func main() {
 	}
 	sort.Ints(rounds)
 	if len(rounds) == 0 {
-		fmt.Fprintln(os.Stderr, "summarize: no rounds under", dir)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "summarize: no rounds under", dir)
+		return 1
 	}
 
 	// val[metric][peer][round index] = value (NaN when missing).
@@ -125,6 +140,10 @@ func main() {
 					if n := errCount(rep); n > 0 || rep.Aborted != "" {
 						problems = append(problems, fmt.Sprintf("round %d %s %s: %d failed calls %v %s", r, p, m.file, n, rep.Errors, rep.Aborted))
 					}
+					if rep.Stateless != "" && rep.Stateless != statelessVersion {
+						problems = append(problems, fmt.Sprintf("round %d %s %s: the calls spoke %s, not %s (the server has no server/discover)",
+							r, p, m.file, rep.Stateless, statelessVersion))
+					}
 				}
 				if v, ok := m.get(rep); ok {
 					val[mi][pi][ri] = v
@@ -133,8 +152,8 @@ func main() {
 		}
 	}
 
-	fmt.Printf("Medians of %d rounds (peers alternate, the starting peer rotates each round)\n\n", len(rounds))
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "Medians of %d rounds (peers alternate, the starting peer rotates each round)\n\n", len(rounds))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "metric\t")
 	for _, p := range peers {
 		fmt.Fprintf(tw, "%s\t", p)
@@ -151,8 +170,8 @@ func main() {
 
 	base := peers[0]
 	for pi := 1; pi < len(peers); pi++ {
-		fmt.Printf("\n%s ÷ %s per round, and median of the rounds' ratios (↑: higher is better for %s, ↓: lower is)\n\n", base, peers[pi], base)
-		tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(w, "\n%s ÷ %s per round, and median of the rounds' ratios (↑: higher is better for %s, ↓: lower is)\n\n", base, peers[pi], base)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "metric\t")
 		for _, r := range rounds {
 			fmt.Fprintf(tw, "r%d\t", r)
@@ -174,15 +193,20 @@ func main() {
 		tw.Flush()
 	}
 
-	problems = append(problems, processTable(dir, rounds)...)
+	problems = append(problems, processTable(w, dir, rounds)...)
 
 	if len(problems) > 0 {
-		fmt.Println("\nProblems:")
+		fmt.Fprintln(w, "\nProblems:")
 		for _, p := range problems {
-			fmt.Println("  " + p)
+			fmt.Fprintln(w, "  "+p)
 		}
 	}
+	return 0
 }
+
+// statelessVersion is the revision the stateless rows are meant to
+// measure; a peer that answered in an older one is named under Problems.
+const statelessVersion = "2026-07-28"
 
 func load(path string) (*report, error) {
 	b, err := os.ReadFile(path)
@@ -277,12 +301,12 @@ func p50(r *report) float64 { return r.Latency.P50 }
 
 // processTable prints troupe's process costs (bench/run measures them for
 // troupe alone) and returns the problems it met.
-func processTable(dir string, rounds []int) (problems []string) {
+func processTable(w io.Writer, dir string, rounds []int) (problems []string) {
 	if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("r%d", rounds[0]), "process")); err != nil {
 		return nil
 	}
-	fmt.Printf("\ntroupe's process costs, one call at a time (per round, and median of the rounds)\n\n")
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "\ntroupe's process costs, one call at a time (per round, and median of the rounds)\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "metric\t")
 	for _, r := range rounds {
 		fmt.Fprintf(tw, "r%d\t", r)

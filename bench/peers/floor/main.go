@@ -3,8 +3,11 @@
 // ({"text": string} → one text block). Over stdio it reads newline-delimited
 // JSON-RPC and writes answers through one buffer, flushed when no more input
 // is waiting. With --http ADDR it serves POST /mcp with JSON answers and an
-// Mcp-Session-Id per initialize. It implements just what a benchmark client
-// needs: initialize, notifications/*, ping, tools/list and tools/call.
+// Mcp-Session-Id per initialize; with --stateless as well it keeps no
+// sessions and serves every POST on its own, as the 2026-07-28 revision
+// does (checking none of that revision's _meta or headers: a floor, not a
+// server). It implements just what a benchmark client needs: initialize,
+// server/discover, notifications/*, ping, tools/list and tools/call.
 package main
 
 import (
@@ -34,6 +37,9 @@ type request struct {
 
 var versions = map[string]bool{"2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
 
+const discover = `{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],` +
+	`"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"floor","version":"1.0.0"}}}`
+
 const toolsList = `{"tools":[{"name":"echo","description":"Echo the text back.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]}`
 
 // handle appends the answer to line to out; a notification has none. init
@@ -58,6 +64,8 @@ func handle(out, line []byte) (_ []byte, init bool) {
 		return out, true
 	case "ping":
 		out = append(out, `,"result":{}}`+"\n"...)
+	case "server/discover":
+		out = append(out, `,"result":`+discover+"}\n"...)
 	case "tools/list":
 		out = append(out, `,"result":`+toolsList+"}\n"...)
 	case "tools/call":
@@ -115,8 +123,9 @@ func serveStdio() error {
 type session struct{}
 
 type httpServer struct {
-	mu       sync.Mutex
-	sessions map[string]*session
+	stateless bool // serve every POST on its own: no initialize, no session id
+	mu        sync.Mutex
+	sessions  map[string]*session
 }
 
 func (s *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -144,6 +153,16 @@ func (s *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	if s.stateless {
+		out, _ := handle(make([]byte, 0, 256), body)
+		if len(out) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(out)
 		return
 	}
 	if id != "" {
@@ -178,10 +197,11 @@ func (s *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP at /mcp on this address instead of stdio")
+	stateless := flag.Bool("stateless", false, "with --http: keep no sessions (each request stands alone)")
 	flag.Parse()
 	var err error
 	if *addr != "" {
-		err = http.ListenAndServe(*addr, &httpServer{sessions: map[string]*session{}})
+		err = http.ListenAndServe(*addr, &httpServer{stateless: *stateless, sessions: map[string]*session{}})
 	} else {
 		err = serveStdio()
 	}

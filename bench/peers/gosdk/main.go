@@ -1,7 +1,8 @@
 // Command gosdk is the benchmark peer built on the official
 // github.com/modelcontextprotocol/go-sdk: one tool, echo ({"text": string}
 // → one text block). It serves stdio by default, streamable HTTP at /mcp
-// with --http ADDR.
+// with --http ADDR, without sessions (go-sdk's stateless mode) with
+// --stateless as well.
 package main
 
 import (
@@ -20,6 +21,7 @@ type echoIn struct {
 
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP at /mcp on this address instead of stdio")
+	stateless := flag.Bool("stateless", false, "with --http: keep no sessions (each request stands alone)")
 	flag.Parse()
 
 	s := mcp.NewServer(&mcp.Implementation{Name: "gosdk-echo", Version: "1.0.0"}, nil)
@@ -31,7 +33,8 @@ func main() {
 	var err error
 	if *addr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+			&mcp.StreamableHTTPOptions{Stateless: *stateless}))
 		err = http.ListenAndServe(*addr, mux)
 	} else {
 		err = s.Run(context.Background(), &mcp.StdioTransport{})

@@ -1,6 +1,7 @@
 // Command mcpgo is the benchmark peer built on github.com/mark3labs/mcp-go:
 // one tool, echo ({"text": string} → one text block). It serves stdio by
-// default, streamable HTTP at /mcp with --http ADDR.
+// default, streamable HTTP at /mcp with --http ADDR, without sessions (mcp-go's
+// stateless mode) with --stateless as well.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP at /mcp on this address instead of stdio")
+	stateless := flag.Bool("stateless", false, "with --http: keep no sessions (each request stands alone)")
 	flag.Parse()
 
 	s := server.NewMCPServer("mcpgo-echo", "1.0.0", server.WithToolCapabilities(false))
@@ -27,8 +29,13 @@ func main() {
 
 	var err error
 	if *addr != "" {
-		// Stateful: sessions are kept server-side, as troupe keeps them.
-		err = server.NewStreamableHTTPServer(s, server.WithStateful(true)).Start(*addr)
+		// Stateful: sessions are kept server-side, as troupe keeps them;
+		// stateless: each request stands alone, as 2026-07-28 asks.
+		opt := server.WithStateful(true)
+		if *stateless {
+			opt = server.WithStateLess(true)
+		}
+		err = server.NewStreamableHTTPServer(s, opt).Start(*addr)
 	} else {
 		err = server.ServeStdio(s)
 	}
