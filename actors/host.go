@@ -105,7 +105,11 @@ func NewHost(o Options) *Host {
 		actor.WithDeadLetterRequestLogging(false),
 	)
 	if o.Audit != nil {
-		opts.exec.auditor = newAuditWriter(o.Audit, log, o.Observer)
+		var flushed func(int, time.Duration)
+		if o.Observer != nil {
+			flushed = o.Observer.AuditFlushed
+		}
+		opts.exec.auditor = audit.NewWriter(o.Audit, log, flushed)
 	}
 	pid := system.Root.Spawn(opts.exec.props(func() actor.Actor {
 		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}
@@ -167,7 +171,7 @@ func (h *Host) close(timeout time.Duration) bool {
 	})
 	if a := h.opts.exec.auditor; a != nil {
 		// The records of the calls just stopped are pending: written now.
-		a.close()
+		a.Close()
 	}
 	ended := make(chan struct{})
 	go func() {

@@ -108,8 +108,8 @@ type callContext struct {
 	form    bool      // the client can show an approval form
 	version protocol.Version
 	gate    gate.Policy
-	store   *spool.Store // the session's spooled outputs; nil keeps output in memory only
-	auditor *auditWriter // nil: no audit log
+	store   *spool.Store  // the session's spooled outputs; nil keeps output in memory only
+	auditor *audit.Writer // nil: no audit log
 	// overrides are the cwd and env the session set for itself (nil:
 	// none); they reach the tool, the prompt and the audit record.
 	overrides *tools.Overrides
@@ -508,7 +508,7 @@ func excerpts(out *spool.Output) string {
 	return b.String()
 }
 
-// audit sends the call's record to the auditor, if there is one.
+// audit gives the call's record to the audit writer, if there is one.
 func (inv *invocation) audit(outcome string) {
 	if inv.call.auditor == nil && inv.exec.observer == nil {
 		return
@@ -533,7 +533,7 @@ func (inv *invocation) audit(outcome string) {
 		r.ExitStatus = out.ExitStatus()
 	}
 	if inv.call.auditor != nil {
-		inv.call.auditor.record(r)
+		inv.call.auditor.Record(r)
 	}
 	if o := inv.exec.observer; o != nil {
 		o.CallFinished(inv.view, r)

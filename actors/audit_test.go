@@ -10,7 +10,7 @@ import (
 	"troupe/tools"
 )
 
-// TestAuditBatchesABurst sends a burst of calls at once: the auditor
+// TestAuditBatchesABurst sends a burst of calls at once: the audit writer
 // group-commits them, and every call still has its record, chained in the
 // order the calls finished.
 func TestAuditBatchesABurst(t *testing.T) {
