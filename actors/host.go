@@ -12,6 +12,7 @@ import (
 
 	"troupe/actors/httptransport"
 	"troupe/audit"
+	"troupe/downstream"
 	"troupe/protocol/framing"
 	"troupe/redact"
 	"troupe/spool"
@@ -61,7 +62,7 @@ type Host struct {
 	server      *actor.PID
 	opts        *hostOptions
 	log         *slog.Logger
-	downstreams sync.Map // actor id → *Downstream, stopped at Close
+	downstreams sync.Map // *downstream.Server → struct{}: started here, stopped at Close
 	closeOnce   sync.Once
 	closedOK    bool
 	callers     *callerStores // 2026-07-28 HTTP requests' output, per caller; removed at Close
@@ -117,6 +118,23 @@ func NewHost(o Options) *Host {
 	return &Host{system: system, server: pid, opts: opts, log: log, callers: callers}
 }
 
+// StartDownstream starts the actor that connects to one downstream server
+// and keeps it connected (downstream.Start), on the Host's actor system
+// and worker pool, reporting its states to the Host's Observer. The Host
+// stops it at Close, unless it was stopped before.
+func (h *Host) StartDownstream(spec downstream.Spec) *downstream.Server {
+	rt := downstream.Runtime{System: h.system, Logger: h.log,
+		Props: func(p actor.Producer) *actor.Props { return h.opts.exec.props(p) },
+		// Stop forgets it, so a reload that replaces servers leaves none behind.
+		Stopped: func(s *downstream.Server) { h.downstreams.Delete(s) }}
+	if o := h.opts.exec.observer; o != nil {
+		rt.StateChanged = o.DownstreamChanged
+	}
+	s := downstream.Start(rt, spec)
+	h.downstreams.Store(s, struct{}{})
+	return s
+}
+
 // Conn is one client connection served by a Host.
 type Conn struct {
 	pid  *actor.PID
@@ -165,8 +183,8 @@ func (h *Host) close(timeout time.Duration) bool {
 	_ = h.system.Root.StopFuture(h.server).Wait()
 	h.callers.close() // no session holds a caller's output any more
 	// Sessions are gone, so no call uses a downstream server any more.
-	h.downstreams.Range(func(_, v any) bool {
-		v.(*Downstream).Stop()
+	h.downstreams.Range(func(k, _ any) bool {
+		k.(*downstream.Server).Stop()
 		return true
 	})
 	if a := h.opts.exec.auditor; a != nil {

@@ -152,7 +152,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		// Clients that list tools once (Codex) should see the servers'
 		// tools, and troupe's own in time: wait until each has connected
 		// or failed once, within the longest startup timeout and
-		// limits.mcp_servers_startup_wait (see actors.AwaitStartup).
+		// limits.mcp_servers_startup_wait (see downstream.AwaitStartup).
 		wait := time.Duration(0)
 		for _, s := range servers {
 			wait = max(wait, startupTimeout(s.cfg))
