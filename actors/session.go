@@ -16,6 +16,7 @@ import (
 	"troupe/actors/transport"
 	"troupe/gate"
 	"troupe/gate/approvalstate"
+	"troupe/instructions"
 	"troupe/protocol"
 	"troupe/spool"
 	"troupe/tools"
@@ -436,7 +437,7 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 			Resources: &protocol.ResourcesCapability{},
 		},
 		ServerInfo:   info,
-		Instructions: instructionsFor(s.registry, client, s.opts.Instructions, s.opts.Gate),
+		Instructions: instructions.For(s.registry, client, s.opts.Instructions, s.opts.Gate),
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/actors/transport"
+	"troupe/instructions"
 	"troupe/protocol"
 )
 
@@ -122,7 +123,7 @@ func (s *session) discover(ctx actor.Context, req *jsonrpc2.Request) {
 			Logging:   &struct{}{},
 			Resources: &protocol.ResourcesCapability{},
 		},
-		Instructions: instructionsFor(s.registry, s.current.req.Client, s.opts.Instructions, s.opts.Gate),
+		Instructions: instructions.For(s.registry, s.current.req.Client, s.opts.Instructions, s.opts.Gate),
 	})
 }
 
