@@ -17,6 +17,7 @@ import (
 
 	"troupe/audit"
 	"troupe/gate"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/spool"
 	"troupe/tools"
@@ -526,7 +527,7 @@ func (inv *invocation) audit(outcome string) {
 		r.Cwd = inv.preview.Cwd
 	}
 	if o := inv.call.overrides; o != nil {
-		r.SessionCwd, r.SessionEnv = o.Cwd, envNames(o)
+		r.SessionCwd, r.SessionEnv = o.Cwd, overrides.EnvNames(o)
 	}
 	if out := inv.output(); out != nil {
 		r.StdoutBytes, r.StderrBytes = out.Stdout.Total(), out.Stderr.Total()

@@ -17,6 +17,7 @@ import (
 	"troupe/gate"
 	"troupe/gate/approvalstate"
 	"troupe/instructions"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/spool"
 	"troupe/tools"
@@ -57,7 +58,7 @@ type SessionOptions struct {
 	Spool spool.Limits
 	// Overrides is what a client may set for its own session (working
 	// directory, environment) in initialize's _meta; nothing by default.
-	Overrides OverridePolicy
+	Overrides overrides.Policy
 	// Methods are JSON-RPC methods served beside MCP on the session's
 	// connection (Codex's former management methods): each is the tool
 	// whose name is the method, called with the request's params as its
@@ -403,7 +404,7 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 	if p.ClientInfo != nil {
 		client = *p.ClientInfo
 	}
-	over, err := sessionOverrides(req.Params, s.opts.Overrides)
+	over, err := overrides.Parse(req.Params, s.opts.Overrides)
 	if err != nil {
 		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
 		return
@@ -415,7 +416,7 @@ func (s *session) initialize(ctx actor.Context, req *jsonrpc2.Request) {
 	s.log.Info("session initialized", "requested", p.ProtocolVersion, "version", s.version,
 		"client_version", client.Version)
 	if over != nil {
-		s.log.Info("session sets its own working directory and environment", "cwd", over.Cwd, "env", envNames(over))
+		s.log.Info("session sets its own working directory and environment", "cwd", over.Cwd, "env", overrides.EnvNames(over))
 	}
 	s.out.Negotiated(s.version)
 	if o := s.exec.observer; o != nil {
@@ -466,7 +467,7 @@ func (s *session) listTools(ctx actor.Context, req *jsonrpc2.Request) {
 		page[i] = protocol.ShapeTool(s.era(), page[i])
 	}
 	res := listToolsResult{ListToolsResult: protocol.ListToolsResult{Tools: page},
-		Meta: map[string]any{SessionMetaKey: sessionMeta(s.overrides, s.opts.Overrides)}}
+		Meta: map[string]any{overrides.MetaKey: overrides.Meta(s.overrides, s.opts.Overrides)}}
 	if more {
 		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(offset+len(page))))
 	}
@@ -474,7 +475,7 @@ func (s *session) listTools(ctx actor.Context, req *jsonrpc2.Request) {
 }
 
 // listToolsResult is a tools/list page with troupe's _meta: what the
-// session's calls use (SessionMetaKey).
+// session's calls use (overrides.MetaKey).
 type listToolsResult struct {
 	protocol.ListToolsResult
 	Meta map[string]any `json:"_meta,omitempty"`

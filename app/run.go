@@ -14,6 +14,7 @@ import (
 	"troupe/audit"
 	"troupe/config"
 	"troupe/gate"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/spool"
@@ -322,7 +323,7 @@ func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.L
 			Approvals:    a.approvals,
 			SpoolDir:     spoolDir,
 			Spool:        limits,
-			Overrides: actors.OverridePolicy{Allow: cfg.Sessions.AllowOverrides,
+			Overrides: overrides.Policy{Allow: cfg.Sessions.AllowOverrides,
 				Env: cfg.Sessions.AllowedEnv, Workspace: a.ws},
 		},
 		Audit:              auditLog,
