@@ -10,6 +10,7 @@ import (
 
 	"troupe/actors/transport"
 	"troupe/gate/approvalstate"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -41,7 +42,7 @@ func (c *initializing) apply(s *session, _ actor.Context, req *transport.Request
 	s.log.Info("session initialized", "requested", c.requested, "version", s.version,
 		"client_version", c.client.Version)
 	if c.overrides != nil {
-		s.log.Info("session sets its own working directory and environment", "cwd", c.overrides.Cwd, "env", envNames(c.overrides))
+		s.log.Info("session sets its own working directory and environment", "cwd", c.overrides.Cwd, "env", overrides.EnvNames(c.overrides))
 	}
 	s.out.Negotiated(s.version)
 	if o := s.exec.observer; o != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"troupe/actors/httptransport"
+	"troupe/audit"
 	"troupe/redact"
 )
 
@@ -26,7 +27,7 @@ type hostDeps struct {
 	// secrets are the server's secret values, masked in approval prompts.
 	secrets *redact.Live
 	// auditor writes the audit log; nil when there is none.
-	auditor *auditWriter
+	auditor *audit.Writer
 	// grace is how long calls may run on once a session's input ends or
 	// a shutdown starts; server is the server actor, which sessions tell
 	// of their end (set as it starts, before any session).

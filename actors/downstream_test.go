@@ -1,142 +1,108 @@
 package actors
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"os"
-	"runtime"
-	"strconv"
+	"context"
+	"os/exec"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"troupe/upstream"
+	"troupe/audit"
+	"troupe/downstream"
 )
 
-// floodVar, set in the environment of the test binary re-executed by
-// TestDownstreamListChangedFlood, makes it the flooding stdio server of
-// TestFloodingDownstreamServer; its value is how many notifications it
-// sends.
-const floodVar = "ACTORS_TEST_FLOOD"
-
-// TestFloodingDownstreamServer is not a test: re-executed with floodVar set,
-// the test binary becomes a stdio MCP server that answers the first
-// tools/list at once and then sends floodVar notifications/tools/list_changed
-// as fast as it can. Each later tools/list is answered with one tool named
-// after the number of notifications sent when the request arrived
-// ("t<n>"), but only once the flood is over: a client that re-lists on
-// every notification has them all in flight together, and only a listing
-// asked for after the last notification sees "t<N>".
-func TestFloodingDownstreamServer(t *testing.T) {
-	n, err := strconv.Atoi(os.Getenv(floodVar))
+// The Host runs the downstream servers' actors: their states reach its
+// Observer, Stop forgets a server, and Close stops those still running.
+func TestHostStopsItsDownstreams(t *testing.T) {
+	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("the flooding server of TestDownstreamListChangedFlood; runs only as its child")
+		t.Skip("no sh")
 	}
-	var wmu sync.Mutex
-	out := bufio.NewWriter(os.Stdout)
-	write := func(v any) {
-		b, _ := json.Marshal(v)
-		wmu.Lock()
-		defer wmu.Unlock()
-		out.Write(append(b, '\n'))
-		out.Flush()
+	obs := &wiringObserver{}
+	host := NewHost(Options{Logger: testLogger(t), Observer: obs})
+	closed := false
+	defer func() {
+		if !closed {
+			host.Close(5 * time.Second)
+		}
+	}()
+	start := func(name, script string) *downstream.Server {
+		return host.StartDownstream(downstream.Spec{StartupTimeout: time.Minute,
+			Config: downstream.Config{Name: name, Command: sh, Args: []string{"-c", script}}})
 	}
-	var sent atomic.Int64
-	flooded := make(chan struct{})
-	var flood sync.Once
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	for in.Scan() {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
-			continue // notifications/initialized, responses
-		}
-		answer := func(result any) {
-			write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
-		}
-		switch m.Method {
-		case "initialize":
-			answer(map[string]any{"protocolVersion": "2025-06-18",
-				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
-				"serverInfo":   map[string]any{"name": "flood", "version": "1"}})
-		case "tools/list":
-			gen := sent.Load()
-			tools := func() map[string]any {
-				return map[string]any{"tools": []any{map[string]any{"name": fmt.Sprintf("t%d", gen),
-					"inputSchema": map[string]any{"type": "object"}}}}
-			}
-			started := false
-			flood.Do(func() {
-				started = true
-				answer(tools())
-				go func() {
-					for range n {
-						sent.Add(1)
-						write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-					}
-					close(flooded)
-				}()
-			})
-			if !started {
-				<-flooded
-				answer(tools())
-			}
-		default:
-			answer(map[string]any{})
-		}
+	failing := start("failing", "exit 3")
+	hanging := start("hanging", "exec sleep 60")
+	if late := downstream.AwaitStartup(context.Background(), []*downstream.Server{failing}, time.Minute); late != nil {
+		t.Fatalf("still connecting: %v", late)
 	}
-	os.Exit(0)
+	if got := obs.states("failing"); len(got) == 0 || got[len(got)-1] != downstream.StateDown {
+		t.Fatalf("the Observer saw failing's states %v, want it down", got)
+	}
+	failing.Stop()
+	count := func() (n int) {
+		host.downstreams.Range(func(_, _ any) bool { n++; return true })
+		return n
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("after one of two servers stopped, the Host keeps %d", n)
+	}
+	if state, _, _ := hanging.State(); state != downstream.StateConnecting {
+		t.Fatalf("hanging is %s before Close", state)
+	}
+	if !host.Close(5 * time.Second) {
+		t.Fatal("host did not close")
+	}
+	closed = true
+	if state, _, err := hanging.State(); state != downstream.StateDown || err == nil || err.Error() != "stopped" {
+		t.Fatalf("after Close hanging is %s (%v), want down (stopped)", state, err)
+	}
+	if got := obs.states("hanging"); len(got) == 0 || got[len(got)-1] != downstream.StateDown {
+		t.Fatalf("the Observer saw hanging's states %v, want it down at the end", got)
+	}
 }
 
-// A downstream server that sends thousands of list_changed notifications
-// costs troupe one tools/list at a time and one more after it, not a
-// goroutine and a listing per notification; and the tool list it ends with
-// is the one the server listed after its last notification.
-func TestDownstreamListChangedFlood(t *testing.T) {
-	const notifications = 5000
-	host := NewHost(Options{Logger: testLogger(t)})
-	defer host.Close(10 * time.Second)
-	changed := make(chan struct{}, 1)
-	d := host.StartDownstream(DownstreamSpec{StartupTimeout: time.Minute,
-		Config: upstream.Config{Name: "flood", Command: os.Args[0], Era: upstream.ForceLegacy,
-			Args: []string{"-test.run=^TestFloodingDownstreamServer$"},
-			Env:  map[string]string{floodVar: strconv.Itoa(notifications)}},
-		Changed: func() {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}})
-	defer d.Stop()
+// wiringObserver records what the Host's parts outside actors (the audit
+// writer, the downstream servers) tell the Observer; the rest it ignores.
+type wiringObserver struct {
+	mu         sync.Mutex
+	downstream map[string][]string
+	audited    int
+}
 
-	baseline := runtime.NumGoroutine()
-	peak, want := 0, fmt.Sprintf("t%d", notifications)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		peak = max(peak, runtime.NumGoroutine())
-		state, list, err := d.State()
-		if state == StateReady && len(list) == 1 {
-			var tool struct{ Name string }
-			if json.Unmarshal(list[0], &tool) == nil && tool.Name == want {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the tool list never became [%s]: state %s, tools %s, err %v", want, state, list, err)
-		}
-		select {
-		case <-changed:
-		case <-time.After(time.Millisecond):
-		}
+func (o *wiringObserver) states(server string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.downstream[server]...)
+}
+
+func (o *wiringObserver) flushed() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.audited
+}
+
+func (o *wiringObserver) DownstreamChanged(server, state string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.downstream == nil {
+		o.downstream = map[string][]string{}
 	}
-	// The listing that brought t<N> ends its goroutine just after; a
-	// re-listing per notification would have had thousands in flight.
-	if grew := peak - baseline; grew > 50 {
-		t.Fatalf("%d list_changed notifications grew troupe by %d goroutines (baseline %d)", notifications, grew, baseline)
-	}
+	o.downstream[server] = append(o.downstream[server], state)
+}
+
+func (o *wiringObserver) AuditFlushed(records int, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.audited += records
+}
+
+func (*wiringObserver) SessionStarted(string, string)                    {}
+func (*wiringObserver) SessionInitialized(string, string, string)        {}
+func (*wiringObserver) SessionEnded(string)                              {}
+func (*wiringObserver) RequestServed(string, string, time.Time)          {}
+func (*wiringObserver) CallStateChanged(*CallView, CallState)            {}
+func (*wiringObserver) ApprovalDecided(*CallView, string, time.Duration) {}
+func (*wiringObserver) CallFinished(*CallView, *audit.Record)            {}
+func (*wiringObserver) CallStarted(ctx context.Context, _ *CallView) context.Context {
+	return ctx
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"troupe/actors/transport"
+	"troupe/instructions"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/spool"
 	"troupe/tools"
@@ -137,7 +139,7 @@ func initialize(v SessionView, req *transport.Request) (any, error) {
 		change.client = *p.ClientInfo
 	}
 	opts := v.Options()
-	over, err := sessionOverrides(req.Meta, opts.Overrides)
+	over, err := overrides.Parse(req.Meta, opts.Overrides)
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}
@@ -158,7 +160,7 @@ func initialize(v SessionView, req *transport.Request) (any, error) {
 			Resources: &protocol.ResourcesCapability{},
 		},
 		ServerInfo:   info,
-		Instructions: instructionsFor(v.Tools(), change.client, opts.Instructions, opts.Gate),
+		Instructions: instructions.For(v.Tools(), change.client, opts.Instructions, opts.Gate),
 	}
 	return change, nil
 }
@@ -189,7 +191,7 @@ func listTools(v SessionView, req *transport.Request) (any, error) {
 		page[i] = protocol.ShapeTool(req.Version, page[i])
 	}
 	res := listToolsResult{ListToolsResult: protocol.ListToolsResult{Tools: page},
-		Meta: map[string]any{SessionMetaKey: sessionMeta(v.Overrides(), opts.Overrides)}}
+		Meta: map[string]any{overrides.MetaKey: overrides.Meta(v.Overrides(), opts.Overrides)}}
 	if more {
 		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.Itoa(offset+len(page))))
 	}
@@ -289,7 +291,7 @@ func discover(v SessionView, req *transport.Request) (any, error) {
 			Logging:   &struct{}{},
 			Resources: &protocol.ResourcesCapability{},
 		},
-		Instructions: instructionsFor(v.Tools(), req.Client, opts.Instructions, opts.Gate),
+		Instructions: instructions.For(v.Tools(), req.Client, opts.Instructions, opts.Gate),
 	}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"troupe/actors/httptransport"
 	"troupe/audit"
+	"troupe/downstream"
 	"troupe/protocol/framing"
 	"troupe/redact"
 	"troupe/spool"
@@ -61,7 +62,7 @@ type Host struct {
 	server      *actor.PID
 	opts        *hostOptions
 	log         *slog.Logger
-	downstreams sync.Map // actor id → *Downstream, stopped at Close
+	downstreams sync.Map // *downstream.Server → struct{}: started here, stopped at Close
 	closeOnce   sync.Once
 	closedOK    bool
 	callers     *callerStores // 2026-07-28 HTTP requests' output, per caller; removed at Close
@@ -107,12 +108,33 @@ func NewHost(o Options) *Host {
 		actor.WithDeadLetterRequestLogging(false),
 	)
 	if o.Audit != nil {
-		opts.exec.auditor = newAuditWriter(o.Audit, log, o.Observer)
+		var flushed func(int, time.Duration)
+		if o.Observer != nil {
+			flushed = o.Observer.AuditFlushed
+		}
+		opts.exec.auditor = audit.NewWriter(o.Audit, log, flushed)
 	}
 	pid := system.Root.Spawn(opts.exec.props(func() actor.Actor {
 		return &server{opts: opts, log: log, guardian: &sessionGuardian{log: log}}
 	}))
 	return &Host{system: system, server: pid, opts: opts, log: log, callers: callers}
+}
+
+// StartDownstream starts the actor that connects to one downstream server
+// and keeps it connected (downstream.Start), on the Host's actor system
+// and worker pool, reporting its states to the Host's Observer. The Host
+// stops it at Close, unless it was stopped before.
+func (h *Host) StartDownstream(spec downstream.Spec) *downstream.Server {
+	rt := downstream.Runtime{System: h.system, Logger: h.log,
+		Props: func(p actor.Producer) *actor.Props { return h.opts.exec.props(p) },
+		// Stop forgets it, so a reload that replaces servers leaves none behind.
+		Stopped: func(s *downstream.Server) { h.downstreams.Delete(s) }}
+	if o := h.opts.exec.observer; o != nil {
+		rt.StateChanged = o.DownstreamChanged
+	}
+	s := downstream.Start(rt, spec)
+	h.downstreams.Store(s, struct{}{})
+	return s
 }
 
 // Conn is one client connection served by a Host.
@@ -163,13 +185,13 @@ func (h *Host) close(timeout time.Duration) bool {
 	_ = h.system.Root.StopFuture(h.server).Wait()
 	h.callers.close() // no session holds a caller's output any more
 	// Sessions are gone, so no call uses a downstream server any more.
-	h.downstreams.Range(func(_, v any) bool {
-		v.(*Downstream).Stop()
+	h.downstreams.Range(func(k, _ any) bool {
+		k.(*downstream.Server).Stop()
 		return true
 	})
 	if a := h.opts.exec.auditor; a != nil {
 		// The records of the calls just stopped are pending: written now.
-		a.close()
+		a.Close()
 	}
 	ended := make(chan struct{})
 	go func() {

@@ -17,6 +17,7 @@ import (
 
 	"troupe/audit"
 	"troupe/gate"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/spool"
 	"troupe/tools"
@@ -107,8 +108,8 @@ type callContext struct {
 	trusted *[32]byte // the fingerprint of the tool a person trusted for the session, if any
 	version protocol.Version
 	gate    gate.Policy
-	store   *spool.Store // the session's spooled outputs; nil keeps output in memory only
-	auditor *auditWriter // nil: no audit log
+	store   *spool.Store  // the session's spooled outputs; nil keeps output in memory only
+	auditor *audit.Writer // nil: no audit log
 	// overrides are the cwd and env the session set for itself (nil:
 	// none); they reach the tool, the prompt and the audit record.
 	overrides *tools.Overrides
@@ -510,7 +511,7 @@ func excerpts(out *spool.Output) string {
 	return b.String()
 }
 
-// audit sends the call's record to the auditor, if there is one.
+// audit gives the call's record to the audit writer, if there is one.
 func (inv *invocation) audit(outcome string) {
 	if inv.call.auditor == nil && inv.exec.observer == nil {
 		return
@@ -528,14 +529,14 @@ func (inv *invocation) audit(outcome string) {
 		r.Cwd = inv.preview.Cwd
 	}
 	if o := inv.call.overrides; o != nil {
-		r.SessionCwd, r.SessionEnv = o.Cwd, envNames(o)
+		r.SessionCwd, r.SessionEnv = o.Cwd, overrides.EnvNames(o)
 	}
 	if out := inv.output(); out != nil {
 		r.StdoutBytes, r.StderrBytes = out.Stdout.Total(), out.Stderr.Total()
 		r.ExitStatus = out.ExitStatus()
 	}
 	if inv.call.auditor != nil {
-		inv.call.auditor.record(r)
+		inv.call.auditor.Record(r)
 	}
 	if o := inv.exec.observer; o != nil {
 		o.CallFinished(inv.view, r)

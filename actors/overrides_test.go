@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"troupe/audit"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/tools"
 	"troupe/tools/command"
@@ -69,7 +70,7 @@ func (c *client) initializeSession(id int, session any, caps map[string]any) msg
 	params := map[string]any{"protocolVersion": "2025-06-18", "capabilities": caps,
 		"clientInfo": map[string]any{"name": "test", "version": "1"}}
 	if session != nil {
-		params["_meta"] = map[string]any{SessionMetaKey: session}
+		params["_meta"] = map[string]any{overrides.MetaKey: session}
 	}
 	c.request(id, "initialize", params)
 	return c.recv()
@@ -98,7 +99,7 @@ func (c *client) sessionMeta(id int) map[string]any {
 	if err := json.Unmarshal(m.Result, &res); err != nil {
 		c.t.Fatalf("tools/list: %s", m.raw)
 	}
-	return res.Meta[SessionMetaKey]
+	return res.Meta[overrides.MetaKey]
 }
 
 // TestSessionOverridesOffByDefault: a client asking for its own cwd or env
@@ -106,10 +107,10 @@ func (c *client) sessionMeta(id int) map[string]any {
 // how the operator allows it; one that asks for nothing is served.
 func TestSessionOverridesOffByDefault(t *testing.T) {
 	ws, dir := overrideFixture(t)
-	c := newClient(t, Options{Session: SessionOptions{Overrides: OverridePolicy{Workspace: ws}}}, showTool(t, dir, false))
+	c := newClient(t, Options{Session: SessionOptions{Overrides: overrides.Policy{Workspace: ws}}}, showTool(t, dir, false))
 	m := c.initializeSession(0, map[string]any{"cwd": "sub", "env": map[string]string{"GREETING": "hi"}}, nil)
 	if m.Error == nil || m.Error.Code != protocol.CodeInvalidParams ||
-		!strings.Contains(m.Error.Message, "allow_overrides = true") || !strings.Contains(m.Error.Message, SessionMetaKey) {
+		!strings.Contains(m.Error.Message, "allow_overrides = true") || !strings.Contains(m.Error.Message, overrides.MetaKey) {
 		t.Fatalf("want a refusal naming [sessions] allow_overrides, got %s", m.raw)
 	}
 	// The session was not initialized by the refused request.
@@ -130,7 +131,7 @@ func TestSessionOverridesOffByDefault(t *testing.T) {
 // out, no file), only the documented members.
 func TestSessionOverridesRefusals(t *testing.T) {
 	ws, dir := overrideFixture(t)
-	policy := OverridePolicy{Allow: true, Env: []string{"GREETING"}, Workspace: ws}
+	policy := overrides.Policy{Allow: true, Env: []string{"GREETING"}, Workspace: ws}
 	for _, tc := range []struct {
 		name    string
 		session any
@@ -176,7 +177,7 @@ func TestSessionOverridesReachTheCommandPromptAndAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := NewHost(Options{Audit: alog, Logger: testLogger(t), Session: SessionOptions{Registry: reg,
-		Overrides: OverridePolicy{Allow: true, Env: []string{"GREETING", "OTHER"}, Workspace: ws}}})
+		Overrides: overrides.Policy{Allow: true, Env: []string{"GREETING", "OTHER"}, Workspace: ws}}})
 	a := attachClient(t, host)
 	b := attachClient(t, host)
 

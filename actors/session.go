@@ -12,6 +12,7 @@ import (
 	"troupe/actors/transport"
 	"troupe/gate"
 	"troupe/gate/approvalstate"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/spool"
 	"troupe/tools"
@@ -52,7 +53,7 @@ type SessionOptions struct {
 	Spool spool.Limits
 	// Overrides is what a client may set for its own session (working
 	// directory, environment) in initialize's _meta; nothing by default.
-	Overrides OverridePolicy
+	Overrides overrides.Policy
 	// Methods are JSON-RPC methods served beside MCP on the session's
 	// connection (Codex's former management methods): each is the tool
 	// whose name is the method, called with the request's params as its

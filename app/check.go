@@ -22,7 +22,7 @@ func (a *App) CheckDownstreams() []error {
 		if s.Enabled != nil && !*s.Enabled {
 			continue
 		}
-		if _, err := ds.upstreamConfig(name, s); err != nil {
+		if _, err := ds.clientConfig(name, s); err != nil {
 			errs = append(errs, fmt.Errorf("[mcp_servers.%q]: %w (serve would run without this server)", name, err))
 		}
 	}

@@ -20,12 +20,12 @@ import (
 
 	"troupe/actors"
 	"troupe/config"
+	"troupe/downstream"
 	"troupe/protocol"
 	"troupe/redact"
 	"troupe/sandbox"
 	"troupe/tools"
 	"troupe/tools/proxy"
-	"troupe/upstream"
 )
 
 // serverTools is one downstream server's part of the registry: the tools
@@ -120,7 +120,7 @@ func (a *App) newDownstreams(host *actors.Host) *downstreams {
 type runningServer struct {
 	cfg  config.McpServer
 	opts proxy.Options
-	d    *actors.Downstream
+	d    *downstream.Server
 }
 
 // apply makes the running set match cfg: servers added or changed are
@@ -152,13 +152,13 @@ func (ds *downstreams) apply(cfg *config.Config) {
 			r.opts = exposure(cfg, name, s) // the separator may have changed
 			continue
 		}
-		ucfg, err := ds.upstreamConfig(name, s)
+		ccfg, err := ds.clientConfig(name, s)
 		if err != nil {
 			ds.log.Error("downstream server not started", "server", name, "err", err)
 			continue
 		}
-		ds.running[name] = &runningServer{cfg: s, opts: exposure(cfg, name, s), d: ds.host.StartDownstream(actors.DownstreamSpec{
-			Config: ucfg, StartupTimeout: startupTimeout(s), Changed: ds.changed,
+		ds.running[name] = &runningServer{cfg: s, opts: exposure(cfg, name, s), d: ds.host.StartDownstream(downstream.Spec{
+			Config: ccfg, StartupTimeout: startupTimeout(s), Changed: ds.changed,
 		})}
 	}
 }
@@ -203,11 +203,11 @@ func startupTimeout(s config.McpServer) time.Duration {
 	return 30 * time.Second
 }
 
-// upstreamConfig turns a [mcp_servers] table into how to reach it. A
+// clientConfig turns a [mcp_servers] table into how to reach it. A
 // stdio server gets only its env and the variables env_vars names, and
 // runs under its sandbox profile, writable only in the workspace.
-func (ds *downstreams) upstreamConfig(name string, s config.McpServer) (upstream.Config, error) {
-	c := upstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: ds.version},
+func (ds *downstreams) clientConfig(name string, s config.McpServer) (downstream.Config, error) {
+	c := downstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: ds.version},
 		Era: eraChoice(s.Era), ParkTimeout: ds.parkTimeout}
 	if s.URL != "" {
 		c.URL, c.Headers = s.URL, s.HTTPHeaders
@@ -335,14 +335,14 @@ func homeEnv(home string) map[string]string {
 }
 
 // eraChoice maps mcp_servers.<name>.era to the client's choice.
-func eraChoice(era string) upstream.EraChoice {
+func eraChoice(era string) downstream.EraChoice {
 	switch era {
 	case "legacy":
-		return upstream.ForceLegacy
+		return downstream.ForceLegacy
 	case "modern":
-		return upstream.ForceModern
+		return downstream.ForceModern
 	}
-	return upstream.EraAuto
+	return downstream.EraAuto
 }
 
 // lookPathIn finds an executable named name in the directories of path.
@@ -374,28 +374,28 @@ func (a *App) probeServers(ctx context.Context, cfg *config.Config) []serverTool
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := serverTools{name: name, srv: offline(name), opts: exposure(cfg, name, s), cfg: s, state: actors.StateDown}
+			st := serverTools{name: name, srv: offline(name), opts: exposure(cfg, name, s), cfg: s, state: downstream.StateDown}
 			defer func() {
 				mu.Lock()
 				out = append(out, st)
 				mu.Unlock()
 			}()
-			ucfg, err := ds.upstreamConfig(name, s)
+			ccfg, err := ds.clientConfig(name, s)
 			if err != nil {
 				st.err = err
 				return
 			}
-			ucfg.Logger = a.log
+			ccfg.Logger = a.log
 			dctx, cancel := context.WithTimeout(ctx, startupTimeout(s))
 			defer cancel()
-			c, err := upstream.Dial(dctx, ucfg, upstream.Handlers{})
+			c, err := downstream.Dial(dctx, ccfg, downstream.Handlers{})
 			if err != nil {
 				st.err = err
 				return
 			}
 			defer c.Close()
 			if st.tools, st.err = c.ListTools(dctx); st.err == nil {
-				st.state = actors.StateReady
+				st.state = downstream.StateReady
 			}
 		}()
 	}
@@ -409,21 +409,21 @@ type offline string
 
 func (o offline) Name() string { return string(o) }
 
-func (o offline) CallTool(context.Context, string, json.RawMessage, upstream.Observer) (json.RawMessage, error) {
-	return nil, upstream.ErrClosed
+func (o offline) CallTool(context.Context, string, json.RawMessage, downstream.Observer) (json.RawMessage, error) {
+	return nil, downstream.ErrClosed
 }
 
 // settle waits, at most d, until no server is still connecting for the
-// first time (actors.AwaitStartup), and says which ones troupe serves
+// first time (downstream.AwaitStartup), and says which ones troupe serves
 // without.
 func (ds *downstreams) settle(d time.Duration) {
 	ds.mu.Lock()
-	var servers []*actors.Downstream
+	var servers []*downstream.Server
 	for _, name := range slices.Sorted(maps.Keys(ds.running)) {
 		servers = append(servers, ds.running[name].d)
 	}
 	ds.mu.Unlock()
-	if late := actors.AwaitStartup(context.Background(), servers, d); len(late) > 0 {
+	if late := downstream.AwaitStartup(context.Background(), servers, d); len(late) > 0 {
 		ds.log.Info("serving before these downstream servers are ready; their tools follow with notifications/tools/list_changed, "+
 			"which Codex does not act on (raise limits.mcp_servers_startup_wait to wait longer)", "servers", late, "waited", d)
 	}

@@ -19,7 +19,7 @@ type ToolList struct {
 // ServerState is one downstream server as Tools found it.
 type ServerState struct {
 	Name  string
-	State string // actors.StateReady when it listed its tools, else actors.StateDown
+	State string // downstream.StateReady when it listed its tools, else downstream.StateDown
 	Tools int    // how many tools it listed
 	// Exposed is how many of them a session sees (enabled_tools,
 	// disabled_tools, tools.allow and tools.deny applied).

@@ -14,6 +14,7 @@ import (
 	"troupe/audit"
 	"troupe/config"
 	"troupe/gate"
+	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/spool"
@@ -152,7 +153,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		// Clients that list tools once (Codex) should see the servers'
 		// tools, and troupe's own in time: wait until each has connected
 		// or failed once, within the longest startup timeout and
-		// limits.mcp_servers_startup_wait (see actors.AwaitStartup).
+		// limits.mcp_servers_startup_wait (see downstream.AwaitStartup).
 		wait := time.Duration(0)
 		for _, s := range servers {
 			wait = max(wait, startupTimeout(s.cfg))
@@ -322,7 +323,7 @@ func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.L
 			Approvals:    a.approvals,
 			SpoolDir:     spoolDir,
 			Spool:        limits,
-			Overrides: actors.OverridePolicy{Allow: cfg.Sessions.AllowOverrides,
+			Overrides: overrides.Policy{Allow: cfg.Sessions.AllowOverrides,
 				Env: cfg.Sessions.AllowedEnv, Workspace: a.ws},
 		},
 		Audit:              auditLog,

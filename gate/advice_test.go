@@ -10,21 +10,21 @@ import (
 	"testing"
 
 	"troupe/config"
+	"troupe/downstream"
 	"troupe/gate"
 	"troupe/protocol"
 	"troupe/tools"
 	"troupe/tools/proxy"
-	"troupe/upstream"
 )
 
 // downstream is a proxy.Server that is never called: the tests only need
 // the tools proxy.Tool makes from a listing.
-type downstream string
+type proxied string
 
-func (d downstream) Name() string { return string(d) }
+func (d proxied) Name() string { return string(d) }
 
-func (d downstream) CallTool(context.Context, string, json.RawMessage, upstream.Observer) (json.RawMessage, error) {
-	return nil, upstream.ErrClosed
+func (d proxied) CallTool(context.Context, string, json.RawMessage, downstream.Observer) (json.RawMessage, error) {
+	return nil, downstream.ErrClosed
 }
 
 // applyAdvice does to a config file what a refusal's advice says, the way
@@ -72,7 +72,7 @@ func TestRefusalAdviceForADownstreamTool(t *testing.T) {
 	if _, err := load(t, base); err != nil {
 		t.Fatalf("the base config does not load: %v", err)
 	}
-	srv := downstream("everything")
+	srv := proxied("everything")
 	listing := json.RawMessage(`{"name":"toggle-simulated-logging","inputSchema":{"type":"object"}}`)
 	tool, err := proxy.Tool(srv, listing, proxy.Options{Prefix: "everything", Separator: "."})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"troupe/actors"
+	"troupe/overrides"
 	"troupe/tools"
 	"troupe/tools/command"
 	"troupe/workspace"
@@ -36,7 +37,7 @@ func TestSessionOverridesStayInTheirHTTPSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRig(t, rigConfig{tools: []tools.Tool{show}, session: actors.SessionOptions{
-		Overrides: actors.OverridePolicy{Allow: true, Env: []string{"GREETING"}, Workspace: ws}}})
+		Overrides: overrides.Policy{Allow: true, Env: []string{"GREETING"}, Workspace: ws}}})
 
 	resp, body := r.post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",`+
 		`"capabilities":{},"clientInfo":{"name":"a","version":"1"},`+

@@ -29,19 +29,19 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"troupe/downstream"
 	"troupe/observe/tracing"
 	"troupe/protocol"
 	"troupe/tools"
-	"troupe/upstream"
 )
 
 // Server is one downstream server, as its tools reach it.
 type Server interface {
 	// Name is the server's name in the configuration.
 	Name() string
-	// CallTool forwards one call (see upstream.Client.CallTool); it fails
-	// with upstream.ErrClosed when the server is not connected.
-	CallTool(ctx context.Context, tool string, args json.RawMessage, obs upstream.Observer) (json.RawMessage, error)
+	// CallTool forwards one call (see downstream.Client.CallTool); it fails
+	// with downstream.ErrClosed when the server is not connected.
+	CallTool(ctx context.Context, tool string, args json.RawMessage, obs downstream.Observer) (json.RawMessage, error)
 }
 
 // Options say how a server's tools are exposed.
@@ -136,13 +136,13 @@ func (t *tool) Spec() tools.Spec { return t.spec }
 // Call implements tools.Tool: it forwards the call and maps the answer.
 func (t *tool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
 	var asked urlAsks
-	var resume *upstream.Resume
+	var resume *downstream.Resume
 	if req.Resume != nil {
-		resume = &upstream.Resume{Responses: req.Resume.Responses, State: string(req.Resume.State)}
+		resume = &downstream.Resume{Responses: req.Resume.Responses, State: string(req.Resume.State)}
 	}
 	ctx, span, meta := t.startSpan(ctx, req.ClientMeta)
 	defer span.End()
-	raw, err := t.srv.CallTool(upstream.WithCallMeta(ctx, meta), t.remote, req.Arguments, upstream.Observer{
+	raw, err := t.srv.CallTool(downstream.WithCallMeta(ctx, meta), t.remote, req.Arguments, downstream.Observer{
 		Rounds:   req.Rounds,
 		Resume:   resume,
 		Progress: func(progress, total float64, message string) { req.Progress(progress, total, message) },
@@ -285,23 +285,23 @@ const notificationElicitationComplete = "notifications/elicitation/complete"
 // failure maps a forwarding error to what the caller sees.
 func (t *tool) failure(ctx context.Context, err error) error {
 	name := t.srv.Name()
-	var rpc *upstream.RPCError
-	var input *upstream.InputRequired
+	var rpc *downstream.RPCError
+	var input *downstream.InputRequired
 	switch {
 	case errors.As(err, &input):
 		return &tools.InputRequired{Requests: input.Requests, State: []byte(input.State)}
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, upstream.ErrParkedGone):
+	case errors.Is(err, downstream.ErrParkedGone):
 		return tools.Errorf(tools.KindUnavailable, "%s: %v", t.spec.Name, err)
 	case errors.As(err, &rpc):
 		return tools.Errorf(KindDownstreamError, "server %s answered %s with error %d: %s", name, t.remote, rpc.Code, rpc.Message)
-	case errors.Is(err, upstream.ErrClosed):
+	case errors.Is(err, downstream.ErrClosed):
 		// How the server's process ended (its status and the last lines
 		// of its stderr, secrets masked) is the server's own account of
 		// why; troupe's other reasons (timeouts, start failures naming
 		// host paths) stay in troupe's log.
-		var exit *upstream.ExitError
+		var exit *downstream.ExitError
 		if errors.As(err, &exit) {
 			return tools.Errorf(tools.KindUnavailable,
 				"server %s is not connected (it stopped or is being reconnected); the call did not complete: %v", name, exit)

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"troupe/downstream"
 	"troupe/protocol"
 	"troupe/tools"
 	"troupe/tools/proxy"
 	"troupe/tools/tooltest"
-	"troupe/upstream"
 )
 
 // fakeServer answers every call with result or err, after reporting
@@ -27,7 +27,7 @@ type fakeServer struct {
 
 func (f *fakeServer) Name() string { return "down" }
 
-func (f *fakeServer) CallTool(ctx context.Context, tool string, args json.RawMessage, obs upstream.Observer) (json.RawMessage, error) {
+func (f *fakeServer) CallTool(ctx context.Context, tool string, args json.RawMessage, obs downstream.Observer) (json.RawMessage, error) {
 	f.got.tool, f.got.args = tool, string(args)
 	obs.Progress(1, 2, "half")
 	obs.Log(protocol.LevelInfo, "down", json.RawMessage(`{"msg":"hi"}`))
@@ -110,8 +110,8 @@ func TestErrorsMap(t *testing.T) {
 		kind tools.Kind
 		text string
 	}{
-		{&upstream.RPCError{Code: -32602, Message: "bad params"}, proxy.KindDownstreamError, "bad params"},
-		{upstream.ErrClosed, tools.KindUnavailable, "not connected"},
+		{&downstream.RPCError{Code: -32602, Message: "bad params"}, proxy.KindDownstreamError, "bad params"},
+		{downstream.ErrClosed, tools.KindUnavailable, "not connected"},
 	} {
 		tl, _ := proxy.Tool(&fakeServer{err: c.err}, json.RawMessage(listed), proxy.Options{})
 		_, err := tl.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(`{}`)})

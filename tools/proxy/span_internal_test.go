@@ -9,13 +9,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"troupe/upstream"
+	"troupe/downstream"
 )
 
 type namedServer struct{}
 
 func (namedServer) Name() string { return "docs" }
-func (namedServer) CallTool(context.Context, string, json.RawMessage, upstream.Observer) (json.RawMessage, error) {
+func (namedServer) CallTool(context.Context, string, json.RawMessage, downstream.Observer) (json.RawMessage, error) {
 	return nil, nil
 }
 

@@ -1,4 +1,10 @@
-package actors
+// Package instructions writes the instructions troupe's initialize result
+// gives a session: which tools it serves (as this client will name them to
+// its model), which are read-only and which wait for a person's approval,
+// then the operator's own text. They are generated per session, since a
+// session sees only its tools (allow/deny lists, switches, reloads) and
+// Codex shows the model names of its own making.
+package instructions
 
 import (
 	"fmt"
@@ -43,14 +49,14 @@ func toolHint(name string) string {
 	return ""
 }
 
-// instructionsFor is the initialize result's instructions for one session:
+// For is the initialize result's instructions for one session:
 // generated from the tools reg holds (the ones this session sees, after
 // the operator's allow/deny lists and switches), named as the client will
 // show them to the model (for Codex the names it shows, sanitised and, when
 // they collide or are too long, hash-suffixed; MCP names for everyone
 // else), followed by the operator's configured text, if any.
 // Tools the operator trusts (policy) are not said to wait for approval.
-func instructionsFor(reg *tools.Registry, client protocol.Implementation, configured string, policy gate.Policy) string {
+func For(reg *tools.Registry, client protocol.Implementation, configured string, policy gate.Policy) string {
 	name := func(n string) string { return n }
 	if client.Name == codexClientName && reg != nil {
 		all, _ := reg.Page(0, reg.Len())

@@ -1,28 +1,55 @@
-// Package upstream is troupe's MCP client for the downstream servers
-// configured under [mcp_servers.<name>]: it connects to one server (a child
-// process over stdio, or streamable HTTP), performs the handshake, lists
-// its tools and calls them, so that troupe can serve them as its own.
+// Package downstream is troupe's side of the MCP servers configured under
+// [mcp_servers.<name>], whose tools troupe serves as its own. The feature
+// has three parts, from the wire up:
 //
-//	c, err := upstream.Dial(ctx, upstream.Config{
+//   - Client (Dial) is an MCP client of one server: it connects (a child
+//     process over stdio, or streamable HTTP), performs the handshake (or
+//     finds a 2026-07-28 server with server/discover and speaks to it
+//     statelessly), lists the tools and calls them, relaying what the
+//     server sends during a call to that call's Observer.
+//   - Server (Start) supervises one configured server: an actor owns its
+//     Client, dials within Spec.StartupTimeout, pings every
+//     Spec.PingInterval, re-lists the tools on
+//     notifications/tools/list_changed (at most one listing in flight and
+//     one pending, however many notifications arrive), and when the
+//     connection is lost dials again with exponential backoff (0.5 s up to
+//     30 s), keeping the last tool list so tool names stay stable. The
+//     Server handle publishes its state (connecting, ready, down), tools
+//     and last error; AwaitStartup waits for servers' first attempts. The
+//     actor runs on its owner's actor system (Runtime): troupe's
+//     actors.Host starts it (Host.StartDownstream) and stops it at Close.
+//   - The proxied tools (package tools/proxy) are troupe tools that call
+//     through a Server (proxy.Server is its interface): app builds one per
+//     listed tool each time a Server's tools change (Spec.Changed), and
+//     the registry serves them beside troupe's own, through troupe's gate.
+//
+// So a client's tools/call of a proxied tool travels: session, invocation
+// and gate (package actors), the proxy tool, Server.CallTool, the current
+// Client, the downstream server; and back the same way, the Client's
+// Observer relaying progress, log messages and questions to the caller.
+//
+// # The client
+//
+//	c, err := downstream.Dial(ctx, downstream.Config{
 //		Name:       "github",
 //		Command:    "github-mcp-server",
 //		Args:       []string{"stdio"},
 //		Env:        map[string]string{"PATH": "/usr/bin:/bin", "GITHUB_TOKEN": token},
 //		ClientInfo: protocol.Implementation{Name: "troupe", Version: "1"},
-//	}, upstream.Handlers{ToolsChanged: func() { /* re-list later */ }})
+//	}, downstream.Handlers{ToolsChanged: func() { /* re-list later */ }})
 //	if err != nil {
 //		return err
 //	}
 //	defer c.Close()
 //	tools, err := c.ListTools(ctx) // raw tool objects, passed through as sent
-//	res, err := c.CallTool(ctx, "search", json.RawMessage(`{"q":"troupe"}`), upstream.Observer{
+//	res, err := c.CallTool(ctx, "search", json.RawMessage(`{"q":"troupe"}`), downstream.Observer{
 //		Progress: func(p, total float64, msg string) { /* relay */ },
 //	})
 //
 // A Client is one session. It does not reconnect: when the connection is
 // lost (the process exits, the HTTP session expires or the server becomes
 // unreachable) Done is closed, every call in flight fails with an error
-// wrapping ErrClosed, and the owner dials again.
+// wrapping ErrClosed, and the owner (a Server's actor) dials again.
 //
 // # Transports
 //
@@ -75,4 +102,4 @@
 //
 // Other server requests are answered by the client itself: ping with {},
 // roots/list with an empty list, anything else with -32601.
-package upstream
+package downstream

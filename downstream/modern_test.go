@@ -1,4 +1,4 @@
-package upstream_test
+package downstream_test
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"troupe/actors"
+	"troupe/downstream"
 	"troupe/gate/approvalstate"
 	"troupe/mcphttp"
 	"troupe/protocol"
 	"troupe/tools"
-	"troupe/upstream"
 )
 
 // dualEraServer is troupe's own HTTP front, which serves 2026-07-28 beside
@@ -62,8 +62,8 @@ func (g gated) Spec() tools.Spec {
 	return s
 }
 
-func modernConfig(url string) upstream.Config {
-	return upstream.Config{Name: "modern", URL: url, ClientInfo: protocol.Implementation{Name: "troupe-test", Version: "0"}}
+func modernConfig(url string) downstream.Config {
+	return downstream.Config{Name: "modern", URL: url, ClientInfo: protocol.Implementation{Name: "troupe-test", Version: "0"}}
 }
 
 // A server that answers server/discover is used statelessly: no session,
@@ -71,15 +71,15 @@ func modernConfig(url string) upstream.Config {
 // and ping as server/discover.
 func TestModernHTTPServerIsUsedStatelessly(t *testing.T) {
 	_, url := dualEraServer(t, echoTool(), progressTool())
-	c := dial(t, modernConfig(url), upstream.Handlers{})
-	if c.Era() != upstream.EraModern || c.ProtocolVersion() != protocol.V20260728 || upstream.SessionID(c) != "" {
-		t.Fatalf("era %s, version %s, session %q", c.Era(), c.ProtocolVersion(), upstream.SessionID(c))
+	c := dial(t, modernConfig(url), downstream.Handlers{})
+	if c.Era() != downstream.EraModern || c.ProtocolVersion() != protocol.V20260728 || downstream.SessionID(c) != "" {
+		t.Fatalf("era %s, version %s, session %q", c.Era(), c.ProtocolVersion(), downstream.SessionID(c))
 	}
 	list, err := c.ListTools(context.Background())
 	if err != nil || len(list) != 2 {
 		t.Fatalf("tools/list: %d tools, %v", len(list), err)
 	}
-	if got := call(t, c, "echo", `{"x":"ünï"}`, upstream.Observer{}); got != `echo {"x":"ünï"}` {
+	if got := call(t, c, "echo", `{"x":"ünï"}`, downstream.Observer{}); got != `echo {"x":"ünï"}` {
 		t.Fatalf("echo: %q", got)
 	}
 	var o observed
@@ -99,15 +99,15 @@ func TestModernHTTPServerIsUsedStatelessly(t *testing.T) {
 func TestEraChoice(t *testing.T) {
 	_, url := dualEraServer(t, echoTool())
 	cfg := modernConfig(url)
-	cfg.Era = upstream.ForceLegacy
-	if c := dial(t, cfg, upstream.Handlers{}); c.Era() != upstream.EraLegacy || upstream.SessionID(c) == "" {
-		t.Fatalf("forced legacy: era %s, session %q", c.Era(), upstream.SessionID(c))
+	cfg.Era = downstream.ForceLegacy
+	if c := dial(t, cfg, downstream.Handlers{}); c.Era() != downstream.EraLegacy || downstream.SessionID(c) == "" {
+		t.Fatalf("forced legacy: era %s, session %q", c.Era(), downstream.SessionID(c))
 	}
 	cfg = fakeConfig(t, "plain", nil)
-	cfg.Era = upstream.ForceModern
+	cfg.Era = downstream.ForceModern
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if c, err := upstream.Dial(ctx, cfg, upstream.Handlers{}); err == nil || !strings.Contains(err.Error(), "2026-07-28") {
+	if c, err := downstream.Dial(ctx, cfg, downstream.Handlers{}); err == nil || !strings.Contains(err.Error(), "2026-07-28") {
 		if c != nil {
 			c.Close()
 		}
@@ -121,16 +121,16 @@ func TestEraChoice(t *testing.T) {
 // the call has the round answered through Elicit and retried for it.
 func TestModernInputRequiredRounds(t *testing.T) {
 	_, url := dualEraServer(t, approvedTool())
-	c := dial(t, modernConfig(url), upstream.Handlers{})
+	c := dial(t, modernConfig(url), downstream.Handlers{})
 	ctx := context.Background()
-	_, err := c.CallTool(ctx, "risky", json.RawMessage(`{"a":1}`), upstream.Observer{Rounds: true})
-	var ir *upstream.InputRequired
+	_, err := c.CallTool(ctx, "risky", json.RawMessage(`{"a":1}`), downstream.Observer{Rounds: true})
+	var ir *downstream.InputRequired
 	if !errors.As(err, &ir) || ir.Requests["approval"] == nil || ir.State == "" {
 		t.Fatalf("want *InputRequired with troupe's approval question, got %v", err)
 	}
 	answer := json.RawMessage(`{"action":"accept","content":{"decision":"once"}}`)
-	res, err := c.CallTool(ctx, "risky", json.RawMessage(`{"a":1}`), upstream.Observer{Rounds: true,
-		Resume: &upstream.Resume{State: ir.State, Responses: map[string]json.RawMessage{"approval": answer}}})
+	res, err := c.CallTool(ctx, "risky", json.RawMessage(`{"a":1}`), downstream.Observer{Rounds: true,
+		Resume: &downstream.Resume{State: ir.State, Responses: map[string]json.RawMessage{"approval": answer}}})
 	if err != nil || resultText(t, res) != `ran {"a":1}` {
 		t.Fatalf("resumed: %s %v", res, err)
 	}
@@ -152,32 +152,32 @@ func TestLegacyElicitationParksTheCall(t *testing.T) {
 	url := troupeServer(t, "", askTool())
 	cfg := httpConfig(url, nil)
 	cfg.ParkTimeout = time.Minute
-	c := dial(t, cfg, upstream.Handlers{})
+	c := dial(t, cfg, downstream.Handlers{})
 	ctx := context.Background()
-	_, err := c.CallTool(ctx, "ask", nil, upstream.Observer{Rounds: true})
-	var ir *upstream.InputRequired
+	_, err := c.CallTool(ctx, "ask", nil, downstream.Observer{Rounds: true})
+	var ir *downstream.InputRequired
 	if !errors.As(err, &ir) || !strings.Contains(string(ir.Requests["elicitation"]), "may I?") {
 		t.Fatalf("want the parked question, got %v", err)
 	}
-	res, err := c.CallTool(ctx, "ask", nil, upstream.Observer{Rounds: true, Resume: &upstream.Resume{State: ir.State,
+	res, err := c.CallTool(ctx, "ask", nil, downstream.Observer{Rounds: true, Resume: &downstream.Resume{State: ir.State,
 		Responses: map[string]json.RawMessage{"elicitation": json.RawMessage(`{"action":"accept","content":{}}`)}}})
 	if err != nil || resultText(t, res) != `client said {"action":"accept","content":{}}` {
 		t.Fatalf("resumed: %s %v", res, err)
 	}
-	if _, err := c.CallTool(ctx, "ask", nil, upstream.Observer{Rounds: true, Resume: &upstream.Resume{State: ir.State,
-		Responses: map[string]json.RawMessage{"elicitation": json.RawMessage(`{"action":"decline"}`)}}}); !errors.Is(err, upstream.ErrParkedGone) {
+	if _, err := c.CallTool(ctx, "ask", nil, downstream.Observer{Rounds: true, Resume: &downstream.Resume{State: ir.State,
+		Responses: map[string]json.RawMessage{"elicitation": json.RawMessage(`{"action":"decline"}`)}}}); !errors.Is(err, downstream.ErrParkedGone) {
 		t.Fatalf("a used state's call is gone: %v", err)
 	}
 
 	cfg.ParkTimeout = 50 * time.Millisecond
-	short := dial(t, cfg, upstream.Handlers{})
-	_, err = short.CallTool(ctx, "ask", nil, upstream.Observer{Rounds: true})
+	short := dial(t, cfg, downstream.Handlers{})
+	_, err = short.CallTool(ctx, "ask", nil, downstream.Observer{Rounds: true})
 	if !errors.As(err, &ir) {
 		t.Fatalf("want the parked question, got %v", err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if _, err := short.CallTool(ctx, "ask", nil, upstream.Observer{Rounds: true, Resume: &upstream.Resume{State: ir.State,
-		Responses: map[string]json.RawMessage{"elicitation": json.RawMessage(`{"action":"decline"}`)}}}); !errors.Is(err, upstream.ErrParkedGone) {
+	if _, err := short.CallTool(ctx, "ask", nil, downstream.Observer{Rounds: true, Resume: &downstream.Resume{State: ir.State,
+		Responses: map[string]json.RawMessage{"elicitation": json.RawMessage(`{"action":"decline"}`)}}}); !errors.Is(err, downstream.ErrParkedGone) {
 		t.Fatalf("an expired wait: %v", err)
 	}
 }
@@ -190,9 +190,9 @@ func TestModernListenHearsToolsChanges(t *testing.T) {
 	var logs logBuffer
 	cfg := modernConfig(url)
 	cfg.Logger = logs.logger()
-	c := dial(t, cfg, upstream.Handlers{ToolsChanged: func() { changed <- struct{}{} }})
+	c := dial(t, cfg, downstream.Handlers{ToolsChanged: func() { changed <- struct{}{} }})
 	defer func() { t.Log(logs.String()) }()
-	if c.Era() != upstream.EraModern {
+	if c.Era() != downstream.EraModern {
 		t.Fatalf("era %s", c.Era())
 	}
 	one, err := tools.NewRegistry(echoTool())

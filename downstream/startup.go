@@ -1,4 +1,4 @@
-package actors
+package downstream
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // that trade-off, made by the operator (limits.mcp_servers_startup_wait):
 // short enough for troupe's own tools, long enough for the servers that
 // start quickly.
-func AwaitStartup(ctx context.Context, servers []*Downstream, wait time.Duration) []string {
+func AwaitStartup(ctx context.Context, servers []*Server, wait time.Duration) []string {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for i, d := range servers {
@@ -35,7 +35,7 @@ func AwaitStartup(ctx context.Context, servers []*Downstream, wait time.Duration
 }
 
 // pending names the servers that have not ended their first attempt.
-func pending(servers []*Downstream) []string {
+func pending(servers []*Server) []string {
 	var names []string
 	for _, d := range servers {
 		select {

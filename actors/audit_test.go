@@ -10,7 +10,7 @@ import (
 	"troupe/tools"
 )
 
-// TestAuditBatchesABurst sends a burst of calls at once: the auditor
+// TestAuditBatchesABurst sends a burst of calls at once: the audit writer
 // group-commits them, and every call still has its record, chained in the
 // order the calls finished.
 func TestAuditBatchesABurst(t *testing.T) {
@@ -77,4 +77,34 @@ func auditedClient(t *testing.T, tool tools.Tool) (*client, string) {
 	}
 	t.Cleanup(func() { log.Close() })
 	return newClient(t, Options{Audit: log, Session: SessionOptions{MaxInFlight: 1000}}, tool), path
+}
+
+// The audit writer tells the Host's Observer of every batch it wrote
+// (the metrics' troupe_audit_batch_records): all the records, no more.
+func TestAuditBatchesReachTheObserver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path, audit.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	obs := &wiringObserver{}
+	c := newClient(t, Options{Audit: log, Observer: obs, Session: SessionOptions{MaxInFlight: 100}}, echoTool())
+	c.initialize("2025-06-18")
+	const calls = 50
+	for i := range calls {
+		c.request(i, "tools/call", map[string]any{"name": "echo"})
+	}
+	for range calls {
+		c.recv()
+	}
+	c.closeInput()
+	<-c.done
+	if !c.host.Close(5 * time.Second) {
+		t.Fatal("host did not close")
+	}
+	verifyAudit(t, path, calls)
+	if n := obs.flushed(); n != calls {
+		t.Fatalf("the Observer heard of %d records written, want %d", n, calls)
+	}
 }

@@ -1,4 +1,4 @@
-package actors
+package downstream
 
 import (
 	"context"
@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"troupe/upstream"
 )
 
-// Downstream reconnection and liveness.
+// Reconnection and liveness.
 const (
 	firstBackoff        = 500 * time.Millisecond
 	maxBackoff          = 30 * time.Second
@@ -24,9 +22,9 @@ const (
 	pingTimeout         = 10 * time.Second
 )
 
-// DownstreamSpec configures one downstream MCP server.
-type DownstreamSpec struct {
-	Config upstream.Config
+// Spec configures one supervised downstream server.
+type Spec struct {
+	Config Config
 	// StartupTimeout bounds connecting, initializing and listing tools
 	// (default 30 s).
 	StartupTimeout time.Duration
@@ -38,6 +36,27 @@ type DownstreamSpec struct {
 	Changed func()
 }
 
+// Runtime is what the supervising actors run on. Their owner (troupe's
+// actors.Host) gives it, so that they share its actor system, worker pool
+// and panic recording without this package knowing the Host.
+type Runtime struct {
+	// System is the actor system the actors are spawned in.
+	System *actor.ActorSystem
+	// Props makes the Props of an actor from its producer; nil uses
+	// actor.PropsFromProducer.
+	Props func(actor.Producer) *actor.Props
+	// Logger receives the servers' logs (each with its "downstream"
+	// name); nil discards them.
+	Logger *slog.Logger
+	// StateChanged, when set, is told each change of a server's state
+	// (metrics, the status page). It must not block.
+	StateChanged func(server, state string)
+	// Stopped, when set, is told when Stop has stopped a server, so an
+	// owner that keeps the servers it started (to stop them when it
+	// closes) can forget it.
+	Stopped func(*Server)
+}
+
 // The states of a downstream server.
 const (
 	StateConnecting = "connecting"
@@ -45,18 +64,17 @@ const (
 	StateDown       = "down" // waiting to reconnect
 )
 
-// Downstream is the handle of one downstream server: the proxied tools
-// call through it, and it tells what the server offers and how it is.
-// Its actor owns the connection; the handle only reads what the actor
-// published.
-type Downstream struct {
-	name   string
-	pid    *actor.PID
-	system *actor.ActorSystem
-	host   *Host
+// Server is the handle of one supervised downstream server: the proxied
+// tools call through it (it is a proxy.Server), and it tells what the
+// server offers and how it is. Its actor owns the connection; the handle
+// only reads what the actor published.
+type Server struct {
+	name    string
+	pid     *actor.PID
+	runtime *Runtime
 
 	mu     sync.Mutex
-	client *upstream.Client
+	client *Client
 	state  string
 	err    error
 	tools  []json.RawMessage
@@ -67,18 +85,18 @@ type Downstream struct {
 }
 
 // Name is the server's name in the configuration.
-func (d *Downstream) Name() string { return d.name }
+func (d *Server) Name() string { return d.name }
 
 // State is the server's state, the tools it listed last (kept while it
 // reconnects, so tool names stay stable), and the last error.
-func (d *Downstream) State() (state string, tools []json.RawMessage, err error) {
+func (d *Server) State() (state string, tools []json.RawMessage, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.state, d.tools, d.err
 }
 
 // CallTool forwards a call to the server's current connection.
-func (d *Downstream) CallTool(ctx context.Context, tool string, args json.RawMessage, obs upstream.Observer) (json.RawMessage, error) {
+func (d *Server) CallTool(ctx context.Context, tool string, args json.RawMessage, obs Observer) (json.RawMessage, error) {
 	d.mu.Lock()
 	c, state, err := d.client, d.state, d.err
 	d.mu.Unlock()
@@ -89,9 +107,9 @@ func (d *Downstream) CallTool(ctx context.Context, tool string, args json.RawMes
 }
 
 // notConnected is the error of a call to a server that has no
-// connection: it is upstream.ErrClosed, and says why the last connection
-// failed or ended (an *upstream.ExitError with the server's stderr, a
-// timeout, a refused start), so the caller learns more than "closed".
+// connection: it is ErrClosed, and says why the last connection failed or
+// ended (an *ExitError with the server's stderr, a timeout, a refused
+// start), so the caller learns more than "closed".
 type notConnected struct {
 	server, state string
 	why           error // nil before the first attempt has ended
@@ -106,22 +124,24 @@ func (e *notConnected) Error() string {
 
 func (e *notConnected) Unwrap() []error {
 	if e.why == nil {
-		return []error{upstream.ErrClosed}
+		return []error{ErrClosed}
 	}
-	return []error{upstream.ErrClosed, e.why}
+	return []error{ErrClosed, e.why}
 }
 
 // Stop ends the server's connection and waits for it to close.
-func (d *Downstream) Stop() {
-	_ = d.system.Root.StopFuture(d.pid).Wait()
-	d.host.downstreams.Delete(d.pid.Id)
+func (d *Server) Stop() {
+	_ = d.runtime.System.Root.StopFuture(d.pid).Wait()
+	if f := d.runtime.Stopped; f != nil {
+		f(d)
+	}
 }
 
-func (d *Downstream) publish(c *upstream.Client, state string, err error, tools []json.RawMessage, setTools bool) {
+func (d *Server) publish(c *Client, state string, err error, tools []json.RawMessage, setTools bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if o := d.host.opts.exec.observer; o != nil && state != d.state {
-		o.DownstreamChanged(d.name, state)
+	if f := d.runtime.StateChanged; f != nil && state != d.state {
+		f(d.name, state)
 	}
 	d.client, d.state, d.err = c, state, err
 	if setTools {
@@ -132,11 +152,11 @@ func (d *Downstream) publish(c *upstream.Client, state string, err error, tools 
 	}
 }
 
-// StartDownstream starts the actor that connects to one downstream server
-// and keeps it connected: it dials (within the startup timeout), lists the
-// tools, pings, and on a crash or disconnect reconnects with exponential
+// Start starts the actor that connects to one downstream server and keeps
+// it connected: it dials (within the startup timeout), lists the tools,
+// pings, and on a crash or disconnect reconnects with exponential
 // backoff. A server that is down never blocks anything else.
-func (h *Host) StartDownstream(spec DownstreamSpec) *Downstream {
+func Start(rt Runtime, spec Spec) *Server {
 	if spec.StartupTimeout <= 0 {
 		spec.StartupTimeout = defaultStartup
 	}
@@ -146,25 +166,38 @@ func (h *Host) StartDownstream(spec DownstreamSpec) *Downstream {
 	if spec.Changed == nil {
 		spec.Changed = func() {}
 	}
-	d := &Downstream{name: spec.Config.Name, system: h.system, host: h, state: StateConnecting, started: make(chan struct{})}
-	log := h.log.With("downstream", spec.Config.Name)
+	if rt.Props == nil {
+		rt.Props = func(p actor.Producer) *actor.Props { return actor.PropsFromProducer(p) }
+	}
+	if rt.Logger == nil {
+		rt.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Server{name: spec.Config.Name, runtime: &rt, state: StateConnecting, started: make(chan struct{})}
+	log := rt.Logger.With("downstream", spec.Config.Name)
 	if spec.Config.Logger == nil {
 		spec.Config.Logger = log
 	}
-	conn := &downstreamConn{spec: spec, handle: d, log: log, backoff: firstBackoff}
-	d.pid = h.system.Root.Spawn(h.opts.exec.props(func() actor.Actor { return conn }))
-	h.downstreams.Store(d.pid.Id, d)
+	conn := &supervisor{spec: spec, handle: d, log: log, backoff: firstBackoff}
+	d.pid = rt.System.Root.Spawn(rt.Props(func() actor.Actor { return conn }))
 	return d
 }
 
-// downstreamConn is the actor of one downstream server. It owns the
-// upstream.Client; the goroutines that dial, list and ping report back to
+// quiet marks the actor's messages, whose loss to a stopped actor is
+// expected (a goroutine's report after Stop): protoactor does not log
+// them as dead letters.
+type quiet struct{}
+
+// IgnoreDeadLetterLogging implements protoactor's marker interface.
+func (quiet) IgnoreDeadLetterLogging() {}
+
+// supervisor is the actor of one downstream server. It owns the
+// Client; the goroutines that dial, list and ping report back to
 // it as messages, so its state changes only in Receive.
-type downstreamConn struct {
-	spec    DownstreamSpec
-	handle  *Downstream
+type supervisor struct {
+	spec    Spec
+	handle  *Server
 	log     *slog.Logger
-	client  *upstream.Client
+	client  *Client
 	tools   []json.RawMessage
 	backoff time.Duration
 	ctx     context.Context
@@ -192,22 +225,22 @@ type downstreamConn struct {
 type (
 	dialed struct {
 		quiet
-		client *upstream.Client
+		client *Client
 		tools  []json.RawMessage
 		err    error
 	}
 	// relist: the server sent notifications/tools/list_changed (one
-	// message for any number of them, see downstreamConn.notified).
+	// message for any number of them, see supervisor.notified).
 	relist     struct{ quiet }
 	listedDown struct {
 		quiet
-		client *upstream.Client
+		client *Client
 		tools  []json.RawMessage
 		err    error
 	}
 	connLost struct {
 		quiet
-		client *upstream.Client
+		client *Client
 		err    error
 	}
 	redial   struct{ quiet }
@@ -215,7 +248,7 @@ type (
 )
 
 // Receive implements actor.Actor.
-func (dc *downstreamConn) Receive(ctx actor.Context) {
+func (dc *supervisor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		dc.ctx, dc.cancel = context.WithCancel(context.Background())
@@ -261,7 +294,7 @@ func (dc *downstreamConn) Receive(ctx actor.Context) {
 }
 
 // goWork runs f in a goroutine the actor waits for when it stops.
-func (dc *downstreamConn) goWork(f func()) {
+func (dc *supervisor) goWork(f func()) {
 	dc.work.Add(1)
 	go func() {
 		defer dc.work.Done()
@@ -269,14 +302,14 @@ func (dc *downstreamConn) goWork(f func()) {
 	}()
 }
 
-func (dc *downstreamConn) dial(ctx actor.Context) {
+func (dc *supervisor) dial(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	cfg, timeout, base, notified := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx, &dc.notified
 	dc.handle.publish(nil, StateConnecting, dc.lastErr, nil, false)
 	dc.goWork(func() {
 		dctx, cancel := context.WithTimeout(base, timeout)
 		defer cancel()
-		c, err := upstream.Dial(dctx, cfg, upstream.Handlers{
+		c, err := Dial(dctx, cfg, Handlers{
 			ToolsChanged: func() {
 				if notified.CompareAndSwap(false, true) {
 					root.Send(self, &relist{})
@@ -294,7 +327,7 @@ func (dc *downstreamConn) dial(ctx actor.Context) {
 	})
 }
 
-func (dc *downstreamConn) onDialed(ctx actor.Context, msg *dialed) {
+func (dc *supervisor) onDialed(ctx actor.Context, msg *dialed) {
 	if msg.err != nil {
 		dc.log.Warn("downstream: cannot connect; retrying", "err", msg.err, "in", dc.backoff)
 		dc.lastErr = msg.err
@@ -323,7 +356,7 @@ func (dc *downstreamConn) onDialed(ctx actor.Context, msg *dialed) {
 
 // setTools publishes the tool list, and tells whoever rebuilds the
 // registry when it changed.
-func (dc *downstreamConn) setTools(list []json.RawMessage) {
+func (dc *supervisor) setTools(list []json.RawMessage) {
 	changed := !slices.EqualFunc(dc.tools, list, func(a, b json.RawMessage) bool { return string(a) == string(b) })
 	dc.tools = list
 	dc.handle.publish(dc.client, StateReady, nil, list, true)
@@ -335,7 +368,7 @@ func (dc *downstreamConn) setTools(list []json.RawMessage) {
 // listAgain lists the tools when a notification asked for it and no
 // listing runs; otherwise the request waits (again stays set) for the
 // listing in flight to end or for the next connection.
-func (dc *downstreamConn) listAgain(ctx actor.Context) {
+func (dc *supervisor) listAgain(ctx actor.Context) {
 	if !dc.again || dc.listing || dc.client == nil {
 		return
 	}
@@ -344,7 +377,7 @@ func (dc *downstreamConn) listAgain(ctx actor.Context) {
 }
 
 // list starts the one listing of the tools in flight.
-func (dc *downstreamConn) list(ctx actor.Context) {
+func (dc *supervisor) list(ctx actor.Context) {
 	c := dc.client
 	dc.listing = true
 	self, root, timeout, base := ctx.Self(), ctx.ActorSystem().Root, dc.spec.StartupTimeout, dc.ctx
@@ -356,7 +389,7 @@ func (dc *downstreamConn) list(ctx actor.Context) {
 	})
 }
 
-func (dc *downstreamConn) ping(ctx actor.Context) {
+func (dc *supervisor) ping(ctx actor.Context) {
 	c := dc.client
 	if c == nil {
 		return
@@ -379,7 +412,7 @@ type pingScheduled struct{ quiet }
 // lost handles a connection that ended: calls in flight have already
 // failed (the client fails them when it closes); the tools stay listed so
 // names stay stable, and the server is dialled again after the backoff.
-func (dc *downstreamConn) lost(ctx actor.Context, err error) {
+func (dc *supervisor) lost(ctx actor.Context, err error) {
 	dc.log.Warn("downstream: connection lost; reconnecting", "err", err, "in", dc.backoff)
 	c := dc.client
 	dc.client, dc.lastErr = nil, err
@@ -388,12 +421,12 @@ func (dc *downstreamConn) lost(ctx actor.Context, err error) {
 	dc.retryLater(ctx)
 }
 
-func (dc *downstreamConn) retryLater(ctx actor.Context) {
+func (dc *supervisor) retryLater(ctx actor.Context) {
 	dc.schedule(ctx, dc.backoff, &redial{})
 	dc.backoff = min(2*dc.backoff, maxBackoff)
 }
 
-func (dc *downstreamConn) schedule(ctx actor.Context, d time.Duration, msg any) {
+func (dc *supervisor) schedule(ctx actor.Context, d time.Duration, msg any) {
 	if dc.timer != nil {
 		dc.timer.Stop()
 	}

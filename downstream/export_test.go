@@ -1,4 +1,4 @@
-package upstream
+package downstream
 
 // Test hooks for the external tests (package upstream_test), which cannot
 // be internal: they import actors, which imports this package.

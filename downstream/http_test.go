@@ -1,4 +1,4 @@
-package upstream_test
+package downstream_test
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"troupe/actors"
+	"troupe/downstream"
 	"troupe/mcphttp"
 	"troupe/protocol"
 	"troupe/tools"
-	"troupe/upstream"
 )
 
 // troupeServer runs troupe's own HTTP front (actors.Host + mcphttp) on
@@ -103,9 +103,9 @@ func blockTool(cancelled chan<- struct{}) tools.Tool {
 	}}
 }
 
-func httpConfig(url string, logs *logBuffer) upstream.Config {
-	cfg := upstream.Config{Name: "remote", URL: url, ClientInfo: protocol.Implementation{Name: "troupe-test", Version: "0"},
-		Headers: map[string]string{"X-Test": "1"}, Era: upstream.ForceLegacy} // the session-based transport; modern_test.go has the other
+func httpConfig(url string, logs *logBuffer) downstream.Config {
+	cfg := downstream.Config{Name: "remote", URL: url, ClientInfo: protocol.Implementation{Name: "troupe-test", Version: "0"},
+		Headers: map[string]string{"X-Test": "1"}, Era: downstream.ForceLegacy} // the session-based transport; modern_test.go has the other
 	if logs != nil {
 		cfg.Logger = logs.logger()
 	}
@@ -114,11 +114,11 @@ func httpConfig(url string, logs *logBuffer) upstream.Config {
 
 func TestHTTPListCallProgressAndLog(t *testing.T) {
 	url := troupeServer(t, "", echoTool(), progressTool())
-	c := dial(t, httpConfig(url, nil), upstream.Handlers{})
+	c := dial(t, httpConfig(url, nil), downstream.Handlers{})
 	if c.ServerInfo().Name != "troupe-test" || c.ProtocolVersion() != protocol.Latest {
 		t.Fatalf("server %+v, version %s", c.ServerInfo(), c.ProtocolVersion())
 	}
-	if upstream.SessionID(c) == "" {
+	if downstream.SessionID(c) == "" {
 		t.Fatal("no session id kept from initialize")
 	}
 	ts, err := c.ListTools(context.Background())
@@ -134,7 +134,7 @@ func TestHTTPListCallProgressAndLog(t *testing.T) {
 	if strings.Join(names, ",") != "echo,progress" {
 		t.Fatalf("tools %v", names)
 	}
-	if got := call(t, c, "echo", `{"a":[1.50],"b":"x"}`, upstream.Observer{}); got != `echo {"a":[1.50],"b":"x"}` {
+	if got := call(t, c, "echo", `{"a":[1.50],"b":"x"}`, downstream.Observer{}); got != `echo {"a":[1.50],"b":"x"}` {
 		t.Errorf("echo: %q", got)
 	}
 	var o observed
@@ -155,7 +155,7 @@ func TestHTTPListCallProgressAndLog(t *testing.T) {
 
 func TestHTTPElicitationRelayed(t *testing.T) {
 	url := troupeServer(t, "", askTool())
-	c := dial(t, httpConfig(url, nil), upstream.Handlers{})
+	c := dial(t, httpConfig(url, nil), downstream.Handlers{})
 	var o observed
 	got := call(t, c, "ask", "", o.observer(`{"action":"accept","content":{"sure":true}}`))
 	if got != `client said {"action":"accept","content":{"sure":true}}` {
@@ -165,7 +165,7 @@ func TestHTTPElicitationRelayed(t *testing.T) {
 	if len(elicits) != 1 || !strings.Contains(elicits[0], "may I?") {
 		t.Errorf("Elicit saw %q", elicits)
 	}
-	if got := call(t, c, "ask", "", upstream.Observer{}); got != `client said {"action":"decline"}` {
+	if got := call(t, c, "ask", "", downstream.Observer{}); got != `client said {"action":"decline"}` {
 		t.Errorf("without Elicit the tool got %q", got)
 	}
 }
@@ -173,11 +173,11 @@ func TestHTTPElicitationRelayed(t *testing.T) {
 func TestHTTPCancellationReachesTheTool(t *testing.T) {
 	cancelled := make(chan struct{}, 1)
 	url := troupeServer(t, "", blockTool(cancelled), echoTool())
-	c := dial(t, httpConfig(url, nil), upstream.Handlers{})
+	c := dial(t, httpConfig(url, nil), downstream.Handlers{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.CallTool(ctx, "block", nil, upstream.Observer{Progress: func(float64, float64, string) { cancel() }})
+		_, err := c.CallTool(ctx, "block", nil, downstream.Observer{Progress: func(float64, float64, string) { cancel() }})
 		done <- err
 	}()
 	select {
@@ -193,15 +193,15 @@ func TestHTTPCancellationReachesTheTool(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the tool's context was not cancelled: notifications/cancelled did not arrive")
 	}
-	if got := call(t, c, "echo", `{}`, upstream.Observer{}); got != "echo {}" {
+	if got := call(t, c, "echo", `{}`, downstream.Observer{}); got != "echo {}" {
 		t.Errorf("echo after a cancel: %q", got)
 	}
 }
 
 func TestHTTPCloseDeletesTheSession(t *testing.T) {
 	url := troupeServer(t, "", echoTool())
-	c := dial(t, httpConfig(url, nil), upstream.Handlers{})
-	id := upstream.SessionID(c)
+	c := dial(t, httpConfig(url, nil), downstream.Handlers{})
+	id := downstream.SessionID(c)
 	c.Close()
 	select {
 	case <-c.Done():
@@ -226,18 +226,18 @@ func TestHTTPCloseDeletesTheSession(t *testing.T) {
 
 func TestHTTPSessionGoneClosesDone(t *testing.T) {
 	url := troupeServer(t, "", echoTool())
-	c := dial(t, httpConfig(url, nil), upstream.Handlers{})
+	c := dial(t, httpConfig(url, nil), downstream.Handlers{})
 	// Somebody else ends the session (as an idle expiry or a restart would).
 	req, _ := http.NewRequest(http.MethodDelete, url, nil)
-	req.Header.Set("Mcp-Session-Id", upstream.SessionID(c))
+	req.Header.Set("Mcp-Session-Id", downstream.SessionID(c))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	http.DefaultClient.CloseIdleConnections()
-	_, err = c.CallTool(context.Background(), "echo", nil, upstream.Observer{})
-	if !errors.Is(err, upstream.ErrClosed) {
+	_, err = c.CallTool(context.Background(), "echo", nil, downstream.Observer{})
+	if !errors.Is(err, downstream.ErrClosed) {
 		t.Fatalf("a call on a deleted session: %v", err)
 	}
 	select {
@@ -252,10 +252,10 @@ func TestHTTPSessionGoneClosesDone(t *testing.T) {
 
 func TestHTTPGetStreamNoticesTheSessionsEnd(t *testing.T) {
 	url := troupeServer(t, "", echoTool())
-	c := dial(t, httpConfig(url, nil), upstream.Handlers{})
+	c := dial(t, httpConfig(url, nil), downstream.Handlers{})
 	time.Sleep(100 * time.Millisecond) // let the GET stream open
 	req, _ := http.NewRequest(http.MethodDelete, url, nil)
-	req.Header.Set("Mcp-Session-Id", upstream.SessionID(c))
+	req.Header.Set("Mcp-Session-Id", downstream.SessionID(c))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func TestHTTPBearerTokenNeverShown(t *testing.T) {
 	logs := &logBuffer{}
 	cfg := httpConfig(url+"?key="+secret, logs)
 	cfg.BearerToken = "wrong-" + secret
-	_, err := upstream.Dial(context.Background(), cfg, upstream.Handlers{})
+	_, err := downstream.Dial(context.Background(), cfg, downstream.Handlers{})
 	if err == nil {
 		t.Fatal("a wrong token was accepted")
 	}
@@ -283,8 +283,8 @@ func TestHTTPBearerTokenNeverShown(t *testing.T) {
 		t.Errorf("the error shows a secret: %v", err)
 	}
 	cfg.BearerToken = secret
-	c := dial(t, cfg, upstream.Handlers{})
-	if got := call(t, c, "echo", `{}`, upstream.Observer{}); got != "echo {}" {
+	c := dial(t, cfg, downstream.Handlers{})
+	if got := call(t, c, "echo", `{}`, downstream.Observer{}); got != "echo {}" {
 		t.Errorf("echo: %q", got)
 	}
 	c.Close()
@@ -297,8 +297,8 @@ func TestHTTPUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	_, err := upstream.Dial(context.Background(), httpConfig(url+"/mcp", nil), upstream.Handlers{})
-	if !errors.Is(err, upstream.ErrClosed) {
+	_, err := downstream.Dial(context.Background(), httpConfig(url+"/mcp", nil), downstream.Handlers{})
+	if !errors.Is(err, downstream.ErrClosed) {
 		t.Fatalf("Dial to a closed port: %v", err)
 	}
 }
@@ -351,7 +351,7 @@ func TestHTTPResumesACallStream(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := dial(t, httpConfig(srv.URL, nil), upstream.Handlers{})
+	c := dial(t, httpConfig(srv.URL, nil), downstream.Handlers{})
 	var o observed
 	if got := call(t, c, "anything", `{ "z" : "<&>", "a":1.50 }`, o.observer("")); got != "resumed" {
 		t.Fatalf("got %q", got)

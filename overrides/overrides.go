@@ -1,4 +1,12 @@
-package actors
+// Package overrides reads what a client sets for its own session in
+// initialize (a working directory inside the workspace and environment
+// variables, under _meta."dev.troupe/session") and checks it against what
+// the operator allows ([sessions]: Policy). The result, a
+// *tools.Overrides, reaches each of the session's calls, its approval
+// prompts and audit records; Meta tells the client in tools/list what its
+// calls will use. Refusals are written for the client: they say what was
+// refused and how the operator allows it, never a host path.
+package overrides
 
 import (
 	"bytes"
@@ -15,18 +23,18 @@ import (
 	"troupe/workspace"
 )
 
-// SessionMetaKey is the initialize _meta member in which a client sets its
+// MetaKey is the initialize _meta member in which a client sets its
 // session's working directory and environment:
 //
 //	"_meta": {"dev.troupe/session": {"cwd": "sub/dir", "env": {"NAME": "value"}}}
 //
 // tools/list answers carry the same key in their _meta with what the
 // session's calls will use.
-const SessionMetaKey = protocol.MetaPrefix + "session"
+const MetaKey = protocol.MetaPrefix + "session"
 
-// OverridePolicy is what the operator lets a session set for itself (the
+// Policy is what the operator lets a session set for itself (the
 // [sessions] table). The zero value lets it set nothing.
-type OverridePolicy struct {
+type Policy struct {
 	// Allow lets clients set a working directory and environment
 	// variables for their session in initialize; off, an initialize that
 	// asks is refused.
@@ -45,11 +53,11 @@ type sessionSettings struct {
 	Env map[string]string `json:"env"`
 }
 
-// sessionOverrides reads the session settings from initialize's _meta
+// Parse reads the session settings from initialize's _meta
 // (meta, as sent; nil when the client sent none) and checks them against p. The error
 // text is for the client: it names what was refused and how the operator
 // allows it, never a host path.
-func sessionOverrides(meta json.RawMessage, p OverridePolicy) (*tools.Overrides, error) {
+func Parse(meta json.RawMessage, p Policy) (*tools.Overrides, error) {
 	if len(meta) == 0 {
 		return nil, nil
 	}
@@ -57,11 +65,11 @@ func sessionOverrides(meta json.RawMessage, p OverridePolicy) (*tools.Overrides,
 	if json.Unmarshal(meta, &members) != nil {
 		return nil, nil // initialize's own decoding reports bad params
 	}
-	raw, ok := members[SessionMetaKey]
+	raw, ok := members[MetaKey]
 	if !ok || string(raw) == "null" {
 		return nil, nil
 	}
-	where := `_meta."` + SessionMetaKey + `"`
+	where := `_meta."` + MetaKey + `"`
 	var s sessionSettings
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -126,12 +134,12 @@ func sessionDir(ws *workspace.Root, p string) (string, error) {
 	return ws.RelOf(host), nil
 }
 
-// sessionMeta is the tools/list _meta member that tells the client what
+// Meta is the tools/list _meta member (under MetaKey) that tells the client what
 // its session's calls use: the working directory (the workspace root
 // unless the session set one), the variables the session set (values
 // masked: they may be secrets) and whether it may set them at all.
 // Command tools' own configured cwd and env apply below the session's.
-func sessionMeta(o *tools.Overrides, p OverridePolicy) map[string]any {
+func Meta(o *tools.Overrides, p Policy) map[string]any {
 	m := map[string]any{"cwd": ".", "overrides": o != nil, "allowed": p.Allow}
 	if p.Allow {
 		m["allowed_env"] = append([]string{}, p.Env...)
@@ -151,9 +159,9 @@ func sessionMeta(o *tools.Overrides, p OverridePolicy) map[string]any {
 	return m
 }
 
-// envNames are the names of o's variables, sorted, for logs and audit
+// EnvNames are the names of o's variables, sorted, for logs and audit
 // records (values stay out of both).
-func envNames(o *tools.Overrides) []string {
+func EnvNames(o *tools.Overrides) []string {
 	if o == nil || len(o.Env) == 0 {
 		return nil
 	}

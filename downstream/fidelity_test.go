@@ -1,4 +1,4 @@
-package upstream_test
+package downstream_test
 
 import (
 	"context"
@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"troupe/upstream"
+	"troupe/downstream"
 )
 
 // troupe declares elicitation in both modes, so a server shows the tools
 // it offers only to clients that can be asked by URL.
 func TestDeclaresFormAndURLElicitation(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
 	var init struct {
 		Capabilities struct {
 			Elicitation map[string]json.RawMessage `json:"elicitation"`
 		} `json:"capabilities"`
 	}
-	got := call(t, c, "initparams", "", upstream.Observer{})
+	got := call(t, c, "initparams", "", downstream.Observer{})
 	if err := json.Unmarshal([]byte(got), &init); err != nil {
 		t.Fatalf("initialize params %s: %v", got, err)
 	}
@@ -36,10 +36,10 @@ func TestDeclaresFormAndURLElicitation(t *testing.T) {
 // server's notifications/elicitation/complete for it (and only for it)
 // reaches the Observer too.
 func TestURLElicitationIsRelayed(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
 	var asked json.RawMessage
 	var completed []string
-	got := call(t, c, "urlelicit", "", upstream.Observer{Elicit: func(_ context.Context, params json.RawMessage) (json.RawMessage, error) {
+	got := call(t, c, "urlelicit", "", downstream.Observer{Elicit: func(_ context.Context, params json.RawMessage) (json.RawMessage, error) {
 		asked = params
 		return json.RawMessage(`{"action":"accept"}`), nil
 	}, ElicitationComplete: func(params json.RawMessage) { completed = append(completed, string(params)) }})
@@ -59,12 +59,12 @@ func TestURLElicitationIsRelayed(t *testing.T) {
 // every member but progressToken, as sent (compacted onto the stdio line),
 // and troupe's token is never replaced by the caller's.
 func TestCallMetaGoesDownstream(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
 	meta := json.RawMessage(`{"progressToken": 7, "callId":"call_1",
 		"threadId":"th-9", "x-codex-turn-metadata":{"turn_id":"t1","sandbox":"read-only"}, "dev.troupe/timeoutMs": 5000}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := c.CallTool(upstream.WithCallMeta(ctx, meta), "params", json.RawMessage(`{"a":1}`), upstream.Observer{})
+	res, err := c.CallTool(downstream.WithCallMeta(ctx, meta), "params", json.RawMessage(`{"a":1}`), downstream.Observer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestCallMetaGoesDownstream(t *testing.T) {
 		t.Errorf("arguments %s", p.Arguments)
 	}
 	// Without WithCallMeta only the token goes.
-	res, err = c.CallTool(ctx, "params", nil, upstream.Observer{})
+	res, err = c.CallTool(ctx, "params", nil, downstream.Observer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +102,8 @@ func TestCallMetaGoesDownstream(t *testing.T) {
 // A caller's _meta that is not an object fails the call before it is
 // sent, with the reason.
 func TestCallMetaMustBeAnObject(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
-	_, err := c.CallTool(upstream.WithCallMeta(context.Background(), json.RawMessage(`[1]`)), "params", nil, upstream.Observer{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
+	_, err := c.CallTool(downstream.WithCallMeta(context.Background(), json.RawMessage(`[1]`)), "params", nil, downstream.Observer{})
 	if err == nil || !strings.Contains(err.Error(), "_meta") {
 		t.Fatalf("err %v", err)
 	}

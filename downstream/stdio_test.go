@@ -1,4 +1,4 @@
-package upstream_test
+package downstream_test
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"troupe/downstream"
 	"troupe/protocol"
 	"troupe/redact"
-	"troupe/upstream"
 )
 
 // logBuffer collects the client's log records as text, for assertions.
@@ -43,13 +43,13 @@ func (l *logBuffer) logger() *slog.Logger {
 }
 
 // fakeConfig runs the test binary as the fake server in mode.
-func fakeConfig(t *testing.T, mode string, logs *logBuffer) upstream.Config {
+func fakeConfig(t *testing.T, mode string, logs *logBuffer) downstream.Config {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := upstream.Config{
+	cfg := downstream.Config{
 		Name:    "fake",
 		Command: exe,
 		// GORACE: a race-enabled binary otherwise sleeps 1 s at exit.
@@ -62,11 +62,11 @@ func fakeConfig(t *testing.T, mode string, logs *logBuffer) upstream.Config {
 	return cfg
 }
 
-func dial(t *testing.T, cfg upstream.Config, h upstream.Handlers) *upstream.Client {
+func dial(t *testing.T, cfg downstream.Config, h downstream.Handlers) *downstream.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := upstream.Dial(ctx, cfg, h)
+	c, err := downstream.Dial(ctx, cfg, h)
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -92,7 +92,7 @@ func resultText(t *testing.T, raw json.RawMessage) string {
 	return b.String()
 }
 
-func call(t *testing.T, c *upstream.Client, name, args string, obs upstream.Observer) string {
+func call(t *testing.T, c *downstream.Client, name, args string, obs downstream.Observer) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -109,7 +109,7 @@ func call(t *testing.T, c *upstream.Client, name, args string, obs upstream.Obse
 
 func TestStdioHandshakeListAndCall(t *testing.T) {
 	logs := &logBuffer{}
-	c := dial(t, fakeConfig(t, "normal", logs), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", logs), downstream.Handlers{})
 	if c.ServerInfo().Name != "fake" || c.ProtocolVersion() != protocol.Latest {
 		t.Fatalf("server %+v, version %s", c.ServerInfo(), c.ProtocolVersion())
 	}
@@ -128,14 +128,14 @@ func TestStdioHandshakeListAndCall(t *testing.T) {
 		}
 	}
 	args := `{"z":1,"a":[1.50,2e3],"s":"x"}`
-	if got := call(t, c, "echo", args, upstream.Observer{}); got != args {
+	if got := call(t, c, "echo", args, downstream.Observer{}); got != args {
 		t.Errorf("arguments arrived as %s, want %s", got, args)
 	}
 	if err := c.Ping(ctx); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
 	// A malformed line from the server costs that line only.
-	if got := call(t, c, "badline", "", upstream.Observer{}); got != "after the bad line" {
+	if got := call(t, c, "badline", "", downstream.Observer{}); got != "after the bad line" {
 		t.Errorf("after a bad line: %q", got)
 	}
 	// The child's stderr is logged with the server's name.
@@ -147,8 +147,8 @@ func TestStdioHandshakeListAndCall(t *testing.T) {
 func TestStdioEnvironmentIsComplete(t *testing.T) {
 	cfg := fakeConfig(t, "normal", nil)
 	cfg.Cwd = t.TempDir()
-	c := dial(t, cfg, upstream.Handlers{})
-	got := call(t, c, "env", "", upstream.Observer{})
+	c := dial(t, cfg, downstream.Handlers{})
+	got := call(t, c, "env", "", downstream.Observer{})
 	lines := strings.Split(got, "\n")
 	if lines[0] != cfg.Cwd {
 		t.Errorf("cwd %q, want %q", lines[0], cfg.Cwd)
@@ -173,10 +173,10 @@ func TestStdioCommandOnChildPath(t *testing.T) {
 	cfg := fakeConfig(t, "normal", nil)
 	cfg.Command = "fake-mcp"
 	cfg.Env["PATH"] = "/nonexistent:" + dir
-	dial(t, cfg, upstream.Handlers{})
+	dial(t, cfg, downstream.Handlers{})
 
 	cfg.Command = "no-such-server"
-	if _, err := upstream.Dial(context.Background(), cfg, upstream.Handlers{}); err == nil || !strings.Contains(err.Error(), "not found") {
+	if _, err := downstream.Dial(context.Background(), cfg, downstream.Handlers{}); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("a missing command: %v", err)
 	}
 }
@@ -196,11 +196,11 @@ func TestStdioCustomStart(t *testing.T) {
 		pid := cmd.Process.Pid
 		return func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }, nil
 	}
-	c := dial(t, cfg, upstream.Handlers{})
+	c := dial(t, cfg, downstream.Handlers{})
 	if started.Load() != 1 {
 		t.Fatalf("Start called %d times", started.Load())
 	}
-	if got := call(t, c, "echo", `{}`, upstream.Observer{}); got != `{}` {
+	if got := call(t, c, "echo", `{}`, downstream.Observer{}); got != `{}` {
 		t.Fatalf("echo: %q", got)
 	}
 }
@@ -213,8 +213,8 @@ type observed struct {
 	elicits  []string
 }
 
-func (o *observed) observer(answer string) upstream.Observer {
-	obs := upstream.Observer{
+func (o *observed) observer(answer string) downstream.Observer {
+	obs := downstream.Observer{
 		Progress: func(p, total float64, msg string) {
 			o.mu.Lock()
 			defer o.mu.Unlock()
@@ -249,7 +249,7 @@ func ftoa(f float64) string {
 }
 
 func TestStdioObserverGetsProgressLogAndElicitation(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
 	var o observed
 	got := call(t, c, "chatty", "", o.observer(`{"action":"accept","content":{"ok":true}}`))
 	if got != `elicited {"action":"accept","content":{"ok":true}}` {
@@ -267,14 +267,14 @@ func TestStdioObserverGetsProgressLogAndElicitation(t *testing.T) {
 	}
 
 	// Without Elicit the client declines.
-	if got := call(t, c, "chatty", "", upstream.Observer{}); got != `elicited {"action":"decline"}` {
+	if got := call(t, c, "chatty", "", downstream.Observer{}); got != `elicited {"action":"decline"}` {
 		t.Errorf("without an Elicit the server got %q", got)
 	}
 }
 
 func TestStdioServerRequestsAnsweredByTheClient(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
-	got := call(t, c, "pingme", "", upstream.Observer{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
+	got := call(t, c, "pingme", "", downstream.Observer{})
 	parts := strings.Split(got, "|")
 	if len(parts) != 3 || parts[0] != `{}` || parts[1] != `{"roots":[]}` || !strings.Contains(parts[2], `-32601`) {
 		t.Fatalf("answers: %q", got)
@@ -285,7 +285,7 @@ func TestStdioServerRequestsAnsweredByTheClient(t *testing.T) {
 // elicitation that names no call goes to neither.
 func TestStdioAttribution(t *testing.T) {
 	logs := &logBuffer{}
-	c := dial(t, fakeConfig(t, "normal", logs), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", logs), downstream.Handlers{})
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{}, 1)
 	var slowObs observed
@@ -335,10 +335,10 @@ func TestStdioAttribution(t *testing.T) {
 // own answer afterwards, and two calls that could both be asking still get
 // neither's question.
 func TestStdioParkedCallLeavesElicitationToOthers(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
 	ctx := context.Background()
-	_, err := c.CallTool(ctx, "chatty", nil, upstream.Observer{Rounds: true})
-	var ir *upstream.InputRequired
+	_, err := c.CallTool(ctx, "chatty", nil, downstream.Observer{Rounds: true})
+	var ir *downstream.InputRequired
 	if !errors.As(err, &ir) || !strings.Contains(string(ir.Requests["elicitation"]), "ok?") {
 		t.Fatalf("want the parked question, got %v", err)
 	}
@@ -379,7 +379,7 @@ func TestStdioParkedCallLeavesElicitationToOthers(t *testing.T) {
 	cancelSlow()
 	<-slowDone
 
-	res, err := c.CallTool(ctx, "chatty", nil, upstream.Observer{Rounds: true, Resume: &upstream.Resume{State: ir.State,
+	res, err := c.CallTool(ctx, "chatty", nil, downstream.Observer{Rounds: true, Resume: &downstream.Resume{State: ir.State,
 		Responses: map[string]json.RawMessage{"elicitation": json.RawMessage(`{"action":"accept","content":{"who":"parked"}}`)}}})
 	if err != nil || resultText(t, res) != `elicited {"action":"accept","content":{"who":"parked"}}` {
 		t.Fatalf("the parked call, resumed: %s %v", res, err)
@@ -387,13 +387,13 @@ func TestStdioParkedCallLeavesElicitationToOthers(t *testing.T) {
 }
 
 func TestStdioCancellationReachesTheServer(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
 	cause := errors.New("the user gave up")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	started := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.CallTool(ctx, "slow", nil, upstream.Observer{Progress: func(float64, float64, string) { started <- struct{}{} }})
+		_, err := c.CallTool(ctx, "slow", nil, downstream.Observer{Progress: func(float64, float64, string) { started <- struct{}{} }})
 		done <- err
 	}()
 	<-started
@@ -406,34 +406,34 @@ func TestStdioCancellationReachesTheServer(t *testing.T) {
 		t.Errorf("returned %v after the cancel", d)
 	}
 	waitFor(t, "notifications/cancelled at the server", func() bool {
-		return strings.Contains(call(t, c, "cancellations", "", upstream.Observer{}), ":cancelled by the client")
+		return strings.Contains(call(t, c, "cancellations", "", downstream.Observer{}), ":cancelled by the client")
 	})
 	// The connection is still good.
-	if got := call(t, c, "echo", `{"after":1}`, upstream.Observer{}); got != `{"after":1}` {
+	if got := call(t, c, "echo", `{"after":1}`, downstream.Observer{}); got != `{"after":1}` {
 		t.Fatalf("echo after a cancel: %q", got)
 	}
 }
 
 func TestStdioToolErrors(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
-	res, err := c.CallTool(context.Background(), "fail", nil, upstream.Observer{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
+	res, err := c.CallTool(context.Background(), "fail", nil, downstream.Observer{})
 	if err != nil || !strings.Contains(string(res), `"isError":true`) {
 		t.Fatalf("an isError result: %s, %v", res, err)
 	}
-	_, err = c.CallTool(context.Background(), "rpcerr", nil, upstream.Observer{})
-	var rpc *upstream.RPCError
+	_, err = c.CallTool(context.Background(), "rpcerr", nil, downstream.Observer{})
+	var rpc *downstream.RPCError
 	if !errors.As(err, &rpc) || rpc.Code != -32602 || rpc.Message != "bad arguments" || string(rpc.Data) != `{"field":"q"}` {
 		t.Fatalf("a JSON-RPC error: %#v", err)
 	}
-	if _, err := c.CallTool(context.Background(), "echo", json.RawMessage(`[1]`), upstream.Observer{}); err == nil {
+	if _, err := c.CallTool(context.Background(), "echo", json.RawMessage(`[1]`), downstream.Observer{}); err == nil {
 		t.Fatal("non-object arguments were sent")
 	}
 }
 
 func TestStdioToolsChanged(t *testing.T) {
 	changed := make(chan struct{}, 1)
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{ToolsChanged: func() { changed <- struct{}{} }})
-	call(t, c, "notify", "", upstream.Observer{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{ToolsChanged: func() { changed <- struct{}{} }})
+	call(t, c, "notify", "", downstream.Observer{})
 	select {
 	case <-changed:
 	case <-time.After(5 * time.Second):
@@ -442,10 +442,10 @@ func TestStdioToolsChanged(t *testing.T) {
 }
 
 func TestStdioServerExitsMidCall(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
 	started := make(chan time.Time, 1)
-	_, err := c.CallTool(context.Background(), "die", nil, upstream.Observer{Progress: func(float64, float64, string) { started <- time.Now() }})
-	if !errors.Is(err, upstream.ErrClosed) {
+	_, err := c.CallTool(context.Background(), "die", nil, downstream.Observer{Progress: func(float64, float64, string) { started <- time.Now() }})
+	if !errors.Is(err, downstream.ErrClosed) {
 		t.Fatalf("CallTool: %v, want ErrClosed", err)
 	}
 	if d := time.Since(<-started); d > time.Second {
@@ -456,10 +456,10 @@ func TestStdioServerExitsMidCall(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("Done not closed")
 	}
-	if err := c.Err(); !errors.Is(err, upstream.ErrClosed) || !strings.Contains(err.Error(), "the server exited with status 3") {
+	if err := c.Err(); !errors.Is(err, downstream.ErrClosed) || !strings.Contains(err.Error(), "the server exited with status 3") {
 		t.Errorf("Err: %v", err)
 	}
-	if _, err := c.CallTool(context.Background(), "echo", nil, upstream.Observer{}); !errors.Is(err, upstream.ErrClosed) {
+	if _, err := c.CallTool(context.Background(), "echo", nil, downstream.Observer{}); !errors.Is(err, downstream.ErrClosed) {
 		t.Errorf("a call after the end: %v", err)
 	}
 	if err := c.Close(); err != nil {
@@ -471,7 +471,7 @@ func TestStdioDialTimeoutKillsTheProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()
-	_, err := upstream.Dial(ctx, fakeConfig(t, "mute", nil), upstream.Handlers{})
+	_, err := downstream.Dial(ctx, fakeConfig(t, "mute", nil), downstream.Handlers{})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Dial against a mute server: %v", err)
 	}
@@ -482,19 +482,19 @@ func TestStdioDialTimeoutKillsTheProcess(t *testing.T) {
 }
 
 func TestStdioVersionNegotiation(t *testing.T) {
-	c := dial(t, fakeConfig(t, "old", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "old", nil), downstream.Handlers{})
 	if c.ProtocolVersion() != protocol.V20250326 {
 		t.Errorf("negotiated %s", c.ProtocolVersion())
 	}
-	_, err := upstream.Dial(context.Background(), fakeConfig(t, "alien", nil), upstream.Handlers{})
+	_, err := downstream.Dial(context.Background(), fakeConfig(t, "alien", nil), downstream.Handlers{})
 	if err == nil || !strings.Contains(err.Error(), "1999-01-01") {
 		t.Fatalf("an unsupported version was accepted: %v", err)
 	}
 }
 
 func TestStdioCloseKillsAStubbornServer(t *testing.T) {
-	c := dial(t, fakeConfig(t, "stubborn", nil), upstream.Handlers{})
-	pid := upstream.PID(c)
+	c := dial(t, fakeConfig(t, "stubborn", nil), downstream.Handlers{})
+	pid := downstream.PID(c)
 	t0 := time.Now()
 	c.Close()
 	d := time.Since(t0)
@@ -513,7 +513,7 @@ func TestStdioCloseKillsAStubbornServer(t *testing.T) {
 }
 
 func TestStdioCloseIsQuickForAPoliteServer(t *testing.T) {
-	c := dial(t, fakeConfig(t, "normal", nil), upstream.Handlers{})
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
 	t0 := time.Now()
 	c.Close()
 	if d := time.Since(t0); d > time.Second {
@@ -538,17 +538,17 @@ func TestStdioDialFailureSaysHowTheServerEnded(t *testing.T) {
 echo "npm error code EROFS" >&2
 echo "npm error token s3cr3t-value in the way" >&2
 exit 243`
-	cfg := upstream.Config{Name: "npx", Command: "/bin/sh", Args: []string{"-c", script},
+	cfg := downstream.Config{Name: "npx", Command: "/bin/sh", Args: []string{"-c", script},
 		Env: map[string]string{"PATH": "/usr/bin:/bin"}, Redact: redact.New("s3cr3t-value")}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := upstream.Dial(ctx, cfg, upstream.Handlers{})
+	_, err := downstream.Dial(ctx, cfg, downstream.Handlers{})
 	if err == nil {
 		t.Fatal("Dial succeeded")
 	}
 	msg := err.Error()
-	var exit *upstream.ExitError
-	if !errors.As(err, &exit) || exit.Status != 243 || !errors.Is(err, upstream.ErrClosed) {
+	var exit *downstream.ExitError
+	if !errors.As(err, &exit) || exit.Status != 243 || !errors.Is(err, downstream.ErrClosed) {
 		t.Fatalf("Dial: %v (want an ExitError with status 243 that is ErrClosed)", err)
 	}
 	for _, want := range []string{`upstream "npx": connecting: the server exited with status 243`,
@@ -567,11 +567,11 @@ exit 243`
 }
 
 func TestStdioDialFailureSaysTheSignal(t *testing.T) {
-	cfg := upstream.Config{Name: "k", Command: "/bin/sh", Args: []string{"-c", "echo dying >&2; kill -KILL $$"},
+	cfg := downstream.Config{Name: "k", Command: "/bin/sh", Args: []string{"-c", "echo dying >&2; kill -KILL $$"},
 		Env: map[string]string{"PATH": "/usr/bin:/bin"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := upstream.Dial(ctx, cfg, upstream.Handlers{})
+	_, err := downstream.Dial(ctx, cfg, downstream.Handlers{})
 	if err == nil || !strings.Contains(err.Error(), "the server was killed by signal killed; its stderr ended with: dying") {
 		t.Fatalf("Dial: %v", err)
 	}
