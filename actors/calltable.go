@@ -19,18 +19,15 @@ type inflight struct {
 	method    bool    // a method of SessionOptions.Methods: answered by methodAnswer
 	progress  float64 // last progress value sent; values must grow
 	reported  bool    // progress has been sent at least once
-	// stateless is what a stateless-era call's request said of itself
-	// (its version and log level, not the session's); nil else.
-	stateless *statelessCall
+	// version and era are the call's request's: a stateless-era call
+	// speaks its own version, not the session's; level is a stateless-era
+	// call's own log threshold (nil: it gets no log messages).
+	version protocol.Version
+	era     protocol.Era
+	level   *protocol.LoggingLevel
 	// inv is the call, for the session to record it when it is cancelled
 	// before its invoker took it (invocation.claimed).
 	inv *invocation
-}
-
-// statelessCall is what a stateless-era call keeps of its request.
-type statelessCall struct {
-	version protocol.Version
-	level   *protocol.LoggingLevel // nil: no log messages for it
 }
 
 // callTable is a session's calls in flight, by request id, with the

@@ -133,9 +133,9 @@ func TestRelay(t *testing.T) {
 		t.Fatal("a paced line is not rate limited")
 	}
 	debug := protocol.LevelDebug
-	stateless := &inflight{stateless: &statelessCall{level: &debug}}
+	stateless := &inflight{era: protocol.EraStateless, level: &debug}
 	paced := &toolNotice{isLog: true, level: protocol.LevelDebug, paced: true}
-	if !r.allowLog(paced, stateless) || r.allowLog(paced, &inflight{stateless: &statelessCall{}}) {
+	if !r.allowLog(paced, stateless) || r.allowLog(paced, &inflight{era: protocol.EraStateless}) {
 		t.Fatal("a 2026-07-28 call's own level, or none")
 	}
 }

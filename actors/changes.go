@@ -93,7 +93,7 @@ func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Reque
 	if c.method {
 		s.usedMethods = true
 	}
-	call := &inflight{tool: c.tool, method: c.method}
+	call := &inflight{tool: c.tool, method: c.method, version: req.Version, era: req.Era, level: req.Level}
 	if len(c.meta.ProgressToken) > 0 && string(c.meta.ProgressToken) != "null" {
 		call.token = c.meta.ProgressToken
 	}
@@ -111,7 +111,6 @@ func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Reque
 		// trust but a stdio connection's; it asks a person in rounds
 		// (roundAsker: an input_required result and the client's retry,
 		// mrtr.go).
-		call.stateless = &statelessCall{version: req.Version, level: req.Level}
 		trusted := inv.call.trusted
 		inv.call.trusted, inv.call.overrides = nil, nil
 		inv.call.version = req.Version

@@ -228,10 +228,10 @@ func (r roundAsker) toolAsks(inv *invocation, ir *tools.InputRequired) bool {
 			inv.fail(&tools.Error{Kind: tools.KindInternal, Message: spec.Name + " asked a malformed question; see the server log"})
 			return true
 		}
-		if what, ok := requiredCapability(q.Method, q.Params, m.caps); !ok {
+		if need := needOf(q.Method, q.Params, m.caps); !need.declared {
 			inv.answerRPCError(protocol.NewError(protocol.CodeMissingCapability,
-				"Server requires the "+what+" for this request: "+spec.Name+" asks the client a question",
-				map[string]any{"requiredCapabilities": capabilityObject(q.Method, q.Params)}), approvalUnavailable)
+				"Server requires the "+need.name+" for this request: "+spec.Name+" asks the client a question",
+				map[string]any{"requiredCapabilities": need.object}), approvalUnavailable)
 			return true
 		}
 	}
@@ -250,23 +250,6 @@ func (r roundAsker) toolAsks(inv *invocation, ir *tools.InputRequired) bool {
 	}
 	answerRound(inv, protocol.NewInputRequired(ir.Requests, state))
 	return true
-}
-
-// capabilityObject is the requiredCapabilities member of a -32021 error for
-// a request the client cannot take.
-func capabilityObject(method string, params json.RawMessage) map[string]any {
-	switch method {
-	case protocol.MethodElicitationCreate:
-		if elicitationMode(params) == "url" {
-			return map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
-		}
-		return map[string]any{"elicitation": map[string]any{}}
-	case "sampling/createMessage":
-		return map[string]any{"sampling": map[string]any{}}
-	case "roots/list":
-		return map[string]any{"roots": map[string]any{}}
-	}
-	return map[string]any{}
 }
 
 // parseKnownChoice maps a form value to its Decision.

@@ -83,22 +83,35 @@ func (p *peer) Call(ctx context.Context, method string, params any) (json.RawMes
 	}
 }
 
-// requiredCapability names the client capability a server-to-client
-// request needs and whether the client declared it. An elicitation needs its own
-// mode: form (the default) or url.
-func requiredCapability(method string, params any, caps protocol.ClientCapabilities) (string, bool) {
+// clientNeed is what a server-to-client request needs the client to have
+// declared: its name for messages, the requiredCapabilities member of a
+// -32021 error, and whether the client declared it.
+type clientNeed struct {
+	name     string
+	object   map[string]any
+	declared bool
+}
+
+// needOf is the one table of what each server-to-client method needs: an
+// elicitation needs its own mode (form, the default, or url), sampling and
+// roots their capabilities; other methods need nothing.
+func needOf(method string, params any, caps protocol.ClientCapabilities) clientNeed {
 	switch method {
-	case "elicitation/create":
+	case protocol.MethodElicitationCreate:
 		if elicitationMode(params) == "url" {
-			return "elicitation capability in url mode", urlElicitation(caps)
+			return clientNeed{name: "elicitation capability in url mode", declared: urlElicitation(caps),
+				object: map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}}
 		}
-		return "elicitation capability in form mode", caps.FormElicitation()
+		return clientNeed{name: "elicitation capability in form mode", declared: caps.FormElicitation(),
+			object: map[string]any{"elicitation": map[string]any{}}}
 	case "sampling/createMessage":
-		return "sampling capability", caps.Sampling != nil
+		return clientNeed{name: "sampling capability", declared: caps.Sampling != nil,
+			object: map[string]any{"sampling": map[string]any{}}}
 	case "roots/list":
-		return "roots capability", caps.Roots != nil
+		return clientNeed{name: "roots capability", declared: caps.Roots != nil,
+			object: map[string]any{"roots": map[string]any{}}}
 	}
-	return "", true
+	return clientNeed{declared: true, object: map[string]any{}}
 }
 
 // elicitationMode is the mode of elicitation/create params: a form
@@ -139,9 +152,9 @@ func (s *session) sendClientRequest(msg *clientRequest) {
 		msg.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeInvalidRequest, Message: "the session cannot send requests now"}}
 		return
 	}
-	if name, ok := requiredCapability(msg.method, msg.params, s.caps); !ok {
+	if need := needOf(msg.method, msg.params, s.caps); !need.declared {
 		msg.reply <- clientReply{err: &tools.ClientError{Code: protocol.CodeMethodNotFound,
-			Message: "the client did not declare the " + name}}
+			Message: "the client did not declare the " + need.name}}
 		return
 	}
 	var raw *json.RawMessage

@@ -25,11 +25,11 @@ type relay struct {
 func (r *relay) allowLog(n *toolNotice, call *inflight) bool {
 	if n.isLog {
 		level := r.level
-		if call.stateless != nil {
-			if call.stateless.level == nil {
+		if call.era == protocol.EraStateless {
+			if call.level == nil {
 				return false // a 2026-07-28 request without a level gets no log messages
 			}
-			level = *call.stateless.level
+			level = *call.level
 		}
 		if !level.Allows(n.level) {
 			return false

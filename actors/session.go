@@ -292,7 +292,7 @@ func (s *session) Handle(ctx actor.Context, req *transport.Request) {
 		}
 		return
 	}
-	if req.Era == protocol.EraStateless && req.Refused != nil {
+	if req.Refused != nil { // the stateless era's _meta
 		s.failWith(req.ID, req.Refused.Code, req.Refused.Message, req.Refused.Data)
 		return
 	}
@@ -324,7 +324,7 @@ func (s *session) Handle(ctx actor.Context, req *transport.Request) {
 // it: a method of SessionOptions.Methods, served as a call while the tools
 // it stands for are served, or nil when req has been answered -32601.
 func (s *session) besideMCP(req *transport.Request) *method {
-	if req.Era == protocol.EraHandshake && s.opts.Methods != nil {
+	if s.exec.methodCall.eras.has(req.Era) && s.opts.Methods != nil {
 		if _, ok := s.opts.Methods.Lookup(req.Method); ok {
 			hidden, served := s.methodServed(req.Method)
 			if served {
@@ -406,11 +406,7 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 	case call.method:
 		s.send(methodAnswer(msg.id, msg.result))
 	default:
-		v := s.version
-		if call.stateless != nil {
-			v = call.stateless.version
-		}
-		s.replyCall(msg.id, call, protocol.ShapeResult(v, msg.result))
+		s.replyCall(msg.id, call, protocol.ShapeResult(call.version, msg.result))
 	}
 	if !msg.reusable {
 		ctx.Stop(call.pid) // its tool still unwinds; childEnded forgets the call
@@ -505,7 +501,7 @@ func (s *session) reply(req *transport.Request, result any, cache *protocol.Cach
 
 // replyCall answers call id with result.
 func (s *session) replyCall(id jsonrpc2.ID, call *inflight, result any) {
-	s.replyTo(id, call.stateless != nil, nil, result)
+	s.replyTo(id, call.era == protocol.EraStateless, nil, result)
 }
 
 // replyTo answers request id with a result.
@@ -581,7 +577,7 @@ func (s *session) notice(n *toolNotice) {
 	if n.total > 0 {
 		p.Total = &n.total
 	}
-	if s.version.HasProgressMessage() || (call.stateless != nil && call.stateless.version.HasProgressMessage()) {
+	if call.version.HasProgressMessage() {
 		p.Message = n.message
 	}
 	sent = s.notifyWritten(protocol.NotificationProgress, p, &n.id, n.written)
