@@ -29,12 +29,23 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		c.request(i, "tools/call", map[string]any{"name": "echo"})
 	}
 	c.request("p", "tools/call", map[string]any{"name": "panic"})
-	c.request("b", "tools/call", map[string]any{"name": "block"})
-	for i := 0; i < 21; i++ {
-		c.recv()
+	// The block call's progress says its tool runs: a cancellation that
+	// overtook its start would leave the tool unstarted (and recorded so),
+	// with nothing for this test to wait for.
+	c.request("b", "tools/call", map[string]any{"name": "block", "_meta": map[string]any{"progressToken": "b"}})
+	for answers, started := 0, false; answers < 21 || !started; {
+		if m := c.recv(); m.Method == "notifications/progress" {
+			started = true
+		} else {
+			answers++
+		}
 	}
 	c.notify("notifications/cancelled", map[string]any{"requestId": "b"})
-	<-cancelled
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled tool's context did not end")
+	}
 	c.closeInput()
 	select {
 	case <-c.done:
