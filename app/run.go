@@ -168,6 +168,14 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		a.mu.Unlock()
 	}
 
+	// The config file is watched from before the first request: an edit
+	// made as soon as troupe serves is seen (the watcher runs below).
+	watcher := a.newWatcher(opts)
+	if err := watcher.Open(); err != nil {
+		log.Warn("config file is not watched; SIGHUP still reloads", "err", err)
+	}
+	defer watcher.Close() // after Run has ended it (or when it never ran)
+
 	var stdioDone <-chan struct{} // nil, never ready, when not serving stdio
 	if opts.Stdout != nil {
 		conn, err := host.ServeStream(opts.Stdin, opts.Stdout)
@@ -204,7 +212,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	if opts.Ready != nil {
 		opts.Ready()
 	}
-	a.watch(workCtx, &work, opts)
+	a.watch(workCtx, &work, opts, watcher)
 
 	select {
 	case <-stdioDone:
@@ -238,11 +246,11 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	return nil
 }
 
-// watch reloads the configuration on edits of its file and on each value
-// of opts.Reload, in goroutines counted in work that end with ctx.
-func (a *App) watch(ctx context.Context, work *sync.WaitGroup, opts RunOptions) {
+// newWatcher is the watcher that reloads the configuration through
+// a.Reload.
+func (a *App) newWatcher(opts RunOptions) *config.Watcher {
 	log := a.log
-	watcher := config.NewWatcher(a.config(), opts.Source, a.writable, 0, func(next *config.Config) {
+	return config.NewWatcher(a.config(), opts.Source, a.writable, 0, func(next *config.Config) {
 		if opts.Overlay != nil {
 			opts.Overlay(next)
 		}
@@ -250,9 +258,16 @@ func (a *App) watch(ctx context.Context, work *sync.WaitGroup, opts RunOptions) 
 	}, func(err error) {
 		logProblems(log, "config reload failed; keeping the last good configuration", err)
 	})
+}
+
+// watch runs watcher (reloads on edits of the config file) and reloads on
+// each value of opts.Reload, in goroutines counted in work that end with
+// ctx.
+func (a *App) watch(ctx context.Context, work *sync.WaitGroup, opts RunOptions, watcher *config.Watcher) {
+	log := a.log
 	work.Go(func() {
 		if err := watcher.Run(ctx); err != nil {
-			log.Warn("config file is not watched; SIGHUP still reloads", "err", err)
+			log.Debug("config file is not watched", "err", err) // said at Open, before serving
 		}
 	})
 	if opts.Reload == nil {

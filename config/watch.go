@@ -27,6 +27,7 @@ type Watcher struct {
 	apply    func(*Config)
 	fail     func(error)
 	reload   chan struct{}
+	fw       *fsnotify.Watcher // the file's directory, watched from Open on
 }
 
 // NewWatcher prepares to reload with opts (the same options the first Load
@@ -54,25 +55,51 @@ func (w *Watcher) Reload() {
 	}
 }
 
+// Open starts watching the config file's directory, so that an edit made
+// from now on is seen, however long it is until Run reads the events (the
+// server opens the watch before it serves, and runs it after). It refuses
+// to watch a config file a run could write. Without a config file it does
+// nothing. Run opens the watch itself when Open was not called; a Watcher
+// that was opened must be Run (or Closed) to release it.
+func (w *Watcher) Open() error {
+	if w.file == "" || w.fw != nil {
+		return nil
+	}
+	if err := w.writable.checkConfigFile(w.file); err != nil {
+		return fmt.Errorf("not watching the config file: %w", err)
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", w.file, err)
+	}
+	if err := fw.Add(filepath.Dir(w.file)); err != nil {
+		fw.Close()
+		return fmt.Errorf("watch %s: %w", w.file, err)
+	}
+	w.fw = fw
+	return nil
+}
+
+// Close releases an opened watch that will not be Run.
+func (w *Watcher) Close() {
+	if w.fw != nil {
+		w.fw.Close()
+		w.fw = nil
+	}
+}
+
 // Run watches until ctx ends. Without a config file it only serves Reload.
 // It refuses (returns an error at once) to watch a config file a run could
 // write.
 func (w *Watcher) Run(ctx context.Context) error {
 	var events chan fsnotify.Event
 	var errs chan error
-	if w.file != "" {
-		if err := w.writable.checkConfigFile(w.file); err != nil {
-			return fmt.Errorf("not watching the config file: %w", err)
-		}
-		fw, err := fsnotify.NewWatcher()
-		if err != nil {
-			return fmt.Errorf("watch %s: %w", w.file, err)
-		}
-		defer fw.Close()
-		if err := fw.Add(filepath.Dir(w.file)); err != nil {
-			return fmt.Errorf("watch %s: %w", w.file, err)
-		}
-		events, errs = fw.Events, fw.Errors
+	if err := w.Open(); err != nil {
+		return err
+	}
+	if w.fw != nil {
+		defer w.Close()
+		events, errs = w.fw.Events, w.fw.Errors
 	}
 	name := filepath.Clean(w.file)
 	timer := time.NewTimer(time.Hour)
