@@ -175,7 +175,7 @@ type Client struct {
 	version protocol.Version
 	// era is the server's kind, found by Dial; modern servers get troupe's
 	// _meta in every request and no session.
-	era         Era
+	era         protocol.Era
 	clientInfo  protocol.Implementation
 	toolsChange bool // a modern server announced tools list changes
 	parkTimeout time.Duration
@@ -273,7 +273,7 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 		}
 		return nil, fmt.Errorf("upstream %q: connecting: %w", c.name, err)
 	}
-	if c.era == EraModern {
+	if c.era == protocol.EraStateless {
 		if c.toolsChange && h.ToolsChanged != nil {
 			c.spawn(c.listen)
 		}
@@ -392,7 +392,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 		}
 		server = &st
 	}
-	if obs.Rounds && c.era == EraLegacy {
+	if obs.Rounds && c.era == protocol.EraHandshake {
 		return c.callParkable(ctx, name, args, obs)
 	}
 	return c.callRounds(ctx, name, args, obs, obs.Resume, server)
@@ -404,7 +404,7 @@ func (c *Client) callOnce(ctx context.Context, name string, args json.RawMessage
 	f := c.startFlight(obs)
 	defer c.endFlight(f)
 	extra := map[string]json.RawMessage{}
-	if c.era == EraModern {
+	if c.era == protocol.EraStateless {
 		maps.Copy(extra, c.modernMeta())
 	}
 	params, err := callParams(name, args, f.token, callMeta(ctx), extra)
@@ -522,7 +522,7 @@ func firstByte(b []byte) byte {
 // server (the stateless revision has no ping).
 func (c *Client) Ping(ctx context.Context) error {
 	method := protocol.MethodPing
-	if c.era == EraModern {
+	if c.era == protocol.EraStateless {
 		method = protocol.MethodServerDiscover
 	}
 	_, err := c.request(ctx, method, nil, nil)
@@ -631,7 +631,7 @@ func (c *Client) request(ctx context.Context, method string, params json.RawMess
 		return nil, c.closedErr()
 	default:
 	}
-	if c.era == EraModern && method != protocol.MethodToolsCall { // tools/call has its _meta from callParams
+	if c.era == protocol.EraStateless && method != protocol.MethodToolsCall { // tools/call has its _meta from callParams
 		params = c.modernParams(params)
 	}
 	id := c.nextID.Add(1) // from 1: jsonrpc2 treats a picked id 0 as "unset"
@@ -644,7 +644,7 @@ func (c *Client) request(ctx context.Context, method string, params json.RawMess
 		_, overHTTP := c.t.(*httpTransport)
 		switch {
 		case method == protocol.MethodInitialize: // initialize must not be cancelled
-		case c.era == EraModern && overHTTP: // the stateless revision: the closed stream is the cancellation
+		case c.era == protocol.EraStateless && overHTTP: // the stateless revision: the closed stream is the cancellation
 		default:
 			c.cancelRemote(id, context.Cause(ctx))
 		}

@@ -12,26 +12,6 @@ import (
 	"troupe/protocol"
 )
 
-// Era says which kind of MCP revision a downstream server speaks.
-type Era int
-
-const (
-	// EraLegacy servers open a session with initialize (2025-11-25 and
-	// earlier).
-	EraLegacy Era = iota
-	// EraModern servers take every request on its own, with the protocol
-	// version, client info and capabilities in its _meta (2026-07-28).
-	EraModern
-)
-
-// String implements fmt.Stringer.
-func (e Era) String() string {
-	if e == EraModern {
-		return "modern"
-	}
-	return "legacy"
-}
-
 // EraChoice is how a Client picks the era of its server (Config.Era).
 type EraChoice string
 
@@ -62,9 +42,9 @@ var errLegacy = errors.New("the server does not speak a stateless revision")
 func (c *Client) discover(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	c.era = EraModern // the probe itself carries the modern _meta and headers
+	c.era = protocol.EraStateless // the probe itself carries the modern _meta and headers
 	raw, err := c.request(pctx, protocol.MethodServerDiscover, nil, nil)
-	c.era = EraLegacy
+	c.era = protocol.EraHandshake
 	var rpc *RPCError
 	switch {
 	case err == nil:
@@ -91,7 +71,7 @@ func (c *Client) discover(ctx context.Context) error {
 		}
 		return fmt.Errorf("the server supports %v; troupe supports %v", res.SupportedVersions, protocol.AllVersions())
 	}
-	c.era, c.version = EraModern, modernVersion
+	c.era, c.version = protocol.EraStateless, modernVersion
 	c.toolsChange = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
 	if info, ok := res.Meta[protocol.MetaServerInfo]; ok {
 		_ = json.Unmarshal(info, &c.info)
@@ -154,7 +134,7 @@ var hopMeta = []string{protocol.MetaProtocolVersion, protocol.MetaClientInfo, pr
 
 // Era is the kind of revision the server speaks, found when the client
 // connected.
-func (c *Client) Era() Era { return c.era }
+func (c *Client) Era() protocol.Era { return c.era }
 
 // listen keeps a subscriptions/listen request open for tools list
 // changes, which a modern server sends on it in place of the legacy GET

@@ -213,7 +213,7 @@ func (h *httpTransport) call(ctx context.Context, id int64, method string, param
 	defer cancel()
 	defer context.AfterFunc(h.c.life, cancel)()
 	var mcp *mcpHeaders
-	if h.c.era == EraModern {
+	if h.c.era == protocol.EraStateless {
 		mcp = modernHeaders(method, params)
 	}
 	resp, err := h.do(rctx, http.MethodPost, body, "application/json, text/event-stream", "", mcp)
@@ -270,7 +270,7 @@ func (h *httpTransport) readCall(ctx, rctx context.Context, body *io.ReadCloser,
 			if ctx.Err() != nil || h.c.life.Err() != nil {
 				return nil, h.failed(ctx, err)
 			}
-			if lastID == "" || resumes >= maxResumes || h.c.era == EraModern { // the stateless revision resumes nothing
+			if lastID == "" || resumes >= maxResumes || h.c.era == protocol.EraStateless { // the stateless revision resumes nothing
 				if errors.Is(err, io.EOF) {
 					return nil, fmt.Errorf("%s: the server ended the response stream without answering", method)
 				}

@@ -72,7 +72,7 @@ func modernConfig(url string) downstream.Config {
 func TestModernHTTPServerIsUsedStatelessly(t *testing.T) {
 	_, url := dualEraServer(t, echoTool(), progressTool())
 	c := dial(t, modernConfig(url), downstream.Handlers{})
-	if c.Era() != downstream.EraModern || c.ProtocolVersion() != protocol.V20260728 || downstream.SessionID(c) != "" {
+	if c.Era() != protocol.EraStateless || c.ProtocolVersion() != protocol.V20260728 || downstream.SessionID(c) != "" {
 		t.Fatalf("era %s, version %s, session %q", c.Era(), c.ProtocolVersion(), downstream.SessionID(c))
 	}
 	list, err := c.ListTools(context.Background())
@@ -100,7 +100,7 @@ func TestEraChoice(t *testing.T) {
 	_, url := dualEraServer(t, echoTool())
 	cfg := modernConfig(url)
 	cfg.Era = downstream.ForceLegacy
-	if c := dial(t, cfg, downstream.Handlers{}); c.Era() != downstream.EraLegacy || downstream.SessionID(c) == "" {
+	if c := dial(t, cfg, downstream.Handlers{}); c.Era() != protocol.EraHandshake || downstream.SessionID(c) == "" {
 		t.Fatalf("forced legacy: era %s, session %q", c.Era(), downstream.SessionID(c))
 	}
 	cfg = fakeConfig(t, "plain", nil)
@@ -192,7 +192,7 @@ func TestModernListenHearsToolsChanges(t *testing.T) {
 	cfg.Logger = logs.logger()
 	c := dial(t, cfg, downstream.Handlers{ToolsChanged: func() { changed <- struct{}{} }})
 	defer func() { t.Log(logs.String()) }()
-	if c.Era() != downstream.EraModern {
+	if c.Era() != protocol.EraStateless {
 		t.Fatalf("era %s", c.Era())
 	}
 	one, err := tools.NewRegistry(echoTool())

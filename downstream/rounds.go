@@ -99,7 +99,7 @@ func (c *Client) callRounds(ctx context.Context, name string, args json.RawMessa
 			return nil, err
 		}
 		ir, ok := asInputRequired(res)
-		if !ok || c.era != EraModern {
+		if !ok || c.era != protocol.EraStateless {
 			return res, nil
 		}
 		if ir.InputRequests == nil && ir.RequestState == nil {
