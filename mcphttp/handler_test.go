@@ -882,7 +882,7 @@ func TestRequestRacingSessionEnd(t *testing.T) {
 		s := r.session(id)
 		s.Close()
 		<-s.Done()
-		st := s.Request(transport.NewRequest(&jsonrpc2.Request{Method: "ping", ID: jsonrpc2.ID{Num: 1}}), true)
+		st := s.Request(transport.NewRequest(&jsonrpc2.Request{Method: "ping", ID: jsonrpc2.ID{Num: 1}}), true, true)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		req := httptest.NewRequest("POST", "/mcp", nil).WithContext(ctx)

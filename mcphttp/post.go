@@ -105,7 +105,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 	for _, m := range msgs {
 		switch {
 		case m.req != nil && !m.req.Notif:
-			streams = append(streams, s.Request(m.req, acceptSSE && !batch))
+			streams = append(streams, s.Request(m.req, acceptSSE && !batch, acceptJSON))
 		case m.req != nil:
 			s.Notify(m.req)
 		default:

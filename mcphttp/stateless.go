@@ -99,7 +99,7 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m messag
 			s.Close()
 		}
 	}()
-	st := s.Request(m.req, acceptSSE)
+	st := s.Request(m.req, acceptSSE, acceptJSON)
 	detach, err := st.Attach()
 	if err != nil {
 		h.refuse(w, http.StatusConflict, err.Error())

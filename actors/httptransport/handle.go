@@ -149,9 +149,10 @@ type Limits struct {
 
 // Request delivers a request, read at the front (actors' ReadRequest);
 // its response, and with sse the messages related to it, arrive on the
-// returned stream.
-func (s *Handle) Request(req *transport.Request, sse bool) *Stream {
-	return s.request(&httpRequest{req: req, sse: sse})
+// returned stream. sse and json say which answers the client takes (SSE
+// events, a JSON body); a batch's members take JSON alone.
+func (s *Handle) Request(req *transport.Request, sse, json bool) *Stream {
+	return s.request(&httpRequest{req: req, sse: sse, json: json})
 }
 
 // request gives msg a stream and sends it to the session.
@@ -196,8 +197,12 @@ func (s *Handle) Resume(lastEventID string) (*Stream, uint64, error) {
 	return r.stream, r.after, r.err
 }
 
-// Delivered tells the session that st's final event reached the client.
+// Delivered tells the session that st's final event reached the client
+// (nothing to tell when the session forgot the stream as it answered).
 func (s *Handle) Delivered(st *Stream) {
+	if st.unkept.Load() {
+		return
+	}
 	s.root.Send(s.pid, &streamDelivered{id: st.id})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -30,7 +31,11 @@ type Stream struct {
 	final     bool   // the last event completes the stream (a POST's response)
 	cancelled bool   // ended because the client cancelled the request
 	reading   bool   // a reader is attached
-	wake      chan struct{}
+	// unkept: the session forgot the stream when it answered, as nothing
+	// can resume it (see Transport.Send); Handle.Delivered then has
+	// nothing to tell the session.
+	unkept atomic.Bool
+	wake   chan struct{}
 	// written are the callbacks of events not yet read (Outbound.Written),
 	// oldest first: called when a reader takes the event, when the log
 	// drops it, or when the stream ends.
@@ -83,14 +88,14 @@ func (s *Stream) append(data []byte, final bool, written func()) {
 
 // answer adds the final event: the response data, which answers with
 // rpcErr when that is not nil.
-func (s *Stream) answer(data []byte, rpcErr *jsonrpc2.Error, written func()) {
-	s.push(Event{Data: data, Final: true, Error: rpcErr}, written)
+func (s *Stream) answer(data []byte, rpcErr *jsonrpc2.Error, written func()) (first bool) {
+	return s.push(Event{Data: data, Final: true, Error: rpcErr}, written)
 }
 
-// push adds ev (numbered here) and wakes the reader. Old events are
-// dropped while the log is over its bounds; the newest event is always
-// kept.
-func (s *Stream) push(ev Event, written func()) {
+// push adds ev (numbered here) and wakes the reader, and reports whether
+// it is the stream's first event. Old events are dropped while the log is
+// over its bounds; the newest event is always kept.
+func (s *Stream) push(ev Event, written func()) (first bool) {
 	data, final := ev.Data, ev.Final
 	s.mu.Lock()
 	if s.ended {
@@ -98,8 +103,9 @@ func (s *Stream) push(ev Event, written func()) {
 		if written != nil {
 			written()
 		}
-		return
+		return false
 	}
+	first = s.next == 1
 	if written != nil {
 		s.written = append(s.written, writtenAt{seq: s.next, fn: written})
 	}
@@ -124,6 +130,7 @@ func (s *Stream) push(ev Event, written func()) {
 	s.mu.Unlock()
 	runAll(release)
 	s.signal()
+	return first
 }
 
 // takeWritten removes and returns the callbacks of events up to seq.

@@ -43,15 +43,16 @@ type Transport struct {
 type postStream struct {
 	stream *Stream
 	sse    bool // the client accepts SSE, so related messages may go here
+	json   bool // the client accepts a JSON answer
 }
 
 // Messages from the HTTP front (sent by Handle's methods).
 type (
 	// httpRequest delivers a POSTed request; its answer goes to stream.
 	httpRequest struct {
-		req    *transport.Request
-		stream *Stream
-		sse    bool
+		req       *transport.Request
+		stream    *Stream
+		sse, json bool
 	}
 	// httpNotification delivers a POSTed notification.
 	httpNotification struct{ req *transport.Request }
@@ -138,7 +139,7 @@ func (o *Transport) request(msg *httpRequest) bool {
 	if o.byID == nil {
 		o.byID = map[string]*Stream{}
 	}
-	o.posts[msg.req.ID] = &postStream{stream: msg.stream, sse: msg.sse}
+	o.posts[msg.req.ID] = &postStream{stream: msg.stream, sse: msg.sse, json: msg.json}
 	o.byID[msg.stream.id] = msg.stream
 	o.evictEnded()
 	return true
@@ -229,8 +230,18 @@ func (o *Transport) Send(out *transport.Outbound) {
 	}
 	if resp, ok := out.Message.(*jsonrpc2.Response); ok {
 		if p, ok := o.posts[resp.ID]; ok {
-			p.stream.answer(data, resp.Error, out.Written)
+			first := p.stream.answer(data, resp.Error, out.Written)
 			delete(o.posts, resp.ID)
+			if !p.sse || first && p.json {
+				// The front answers with JSON (it does when the answer is the
+				// stream's first event and the client takes JSON, and always
+				// when it takes no SSE): no event id reaches the client, so
+				// nothing can resume the stream. Forget it now rather than
+				// when the front says it was delivered, one message less
+				// per request.
+				delete(o.byID, p.stream.id)
+				p.stream.unkept.Store(true)
+			}
 			o.shrink()
 			return
 		}
