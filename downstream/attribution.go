@@ -49,6 +49,10 @@ type flight struct {
 // out-of-band interaction of a URL-mode elicitation is over (2025-11-25).
 const notificationElicitationComplete = "notifications/elicitation/complete"
 
+// methodSampling is the request by which a server asks the client's model
+// for a completion (sampling/createMessage).
+const methodSampling = "sampling/createMessage"
+
 // maxURLElicitations bounds the elicitationIds one call remembers.
 const maxURLElicitations = 64
 
@@ -172,6 +176,27 @@ func (c *Client) askingFlight() *flight {
 		}
 	}
 	return nil
+}
+
+// unnamedFlight is the call a server's request that names no call belongs
+// to: a question (elicitation/create, sampling/createMessage) goes to the
+// asking flight, anything else to the sole flight. It is the rule for
+// every request that arrives outside a call's own stream: all of stdio's,
+// and over HTTP those on the standalone GET stream, where a server that
+// sends its question without relating it to the call puts it (the
+// conformance suite's fixture server does: its tools ask through the
+// session, not the request).
+func (c *Client) unnamedFlight(method string) *flight {
+	if isQuestion(method) {
+		return c.askingFlight()
+	}
+	return c.soleFlight()
+}
+
+// isQuestion reports whether a server's request asks the client's user or
+// model something on behalf of a call.
+func isQuestion(method string) bool {
+	return method == protocol.MethodElicitationCreate || method == methodSampling
 }
 
 // spawn runs fn in a goroutine the client owns (waited for by Close);
@@ -321,7 +346,7 @@ func (c *Client) serverRequest(id json.RawMessage, method string, params json.Ra
 	// A question counts as the call's from now until it is answered, so
 	// the next message the reader attributes already sees it (the reader
 	// calls serverRequest before it reads on).
-	question := f != nil && method == protocol.MethodElicitationCreate
+	question := f != nil && isQuestion(method)
 	c.mu.Lock()
 	c.requests[key] = cancel
 	if question {
