@@ -200,7 +200,7 @@ func (inv *invocation) start(ctx actor.Context) {
 	root := inv.root
 	inv.req = &tools.Request{Arguments: args, Secrets: inv.exec.secrets.Load(), WantsProgress: inv.progress, ClientMeta: inv.meta,
 		Reporter:  newReporter(root, ctx.Parent(), inv.id, inv.tool),
-		Overrides: inv.call.overrides, Rounds: inv.call.asker.rounds()}
+		Overrides: inv.call.overrides, Rounds: inv.call.asker.rounds(), Relayed: &tools.Relayed{}}
 	if !inv.req.Rounds {
 		p := &peer{root: root, session: ctx.Parent(), sessionID: inv.call.session, related: &inv.id}
 		inv.req.Client, inv.req.Session = p, p
@@ -534,6 +534,9 @@ func (inv *invocation) audit(outcome string) {
 	if out := inv.output(); out != nil {
 		r.StdoutBytes, r.StderrBytes = out.Stdout.Total(), out.Stderr.Total()
 		r.ExitStatus = out.ExitStatus()
+	}
+	if inv.req != nil {
+		r.Sampling = inv.req.Relayed.Sampling()
 	}
 	if inv.call.auditor != nil {
 		inv.call.auditor.Record(r)

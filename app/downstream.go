@@ -208,7 +208,7 @@ func startupTimeout(s config.McpServer) time.Duration {
 // runs under its sandbox profile, writable only in the workspace.
 func (ds *downstreams) clientConfig(name string, s config.McpServer) (downstream.Config, error) {
 	c := downstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: ds.version},
-		Era: eraChoice(s.Era), ParkTimeout: ds.parkTimeout}
+		Era: eraChoice(s.Era), ParkTimeout: ds.parkTimeout, Sampling: s.Sampling}
 	if s.URL != "" {
 		c.URL, c.Headers = s.URL, s.HTTPHeaders
 		if s.BearerTokenEnvVar != "" {

@@ -157,6 +157,11 @@ type Record struct {
 	// StdoutBytes and StderrBytes count the output the tool produced.
 	StdoutBytes int64 `json:"stdout_bytes"`
 	StderrBytes int64 `json:"stderr_bytes"`
+	// Sampling counts the sampling/createMessage requests of a downstream
+	// server that the call relayed to its client (during the call, or as
+	// an input_required round), each also logged with the server's name;
+	// 0 (left out) for calls that relayed none.
+	Sampling int64 `json:"sampling,omitempty"`
 	// CorrelationID ties the record to the call's log lines and error
 	// results.
 	CorrelationID string `json:"correlation_id"`

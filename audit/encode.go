@@ -68,6 +68,10 @@ func appendLine(dst []byte, r *Record, prev []byte) ([]byte, error) {
 	b = strconv.AppendInt(b, r.StdoutBytes, 10)
 	b = append(b, `,"stderr_bytes":`...)
 	b = strconv.AppendInt(b, r.StderrBytes, 10)
+	if r.Sampling != 0 {
+		b = append(b, `,"sampling":`...)
+		b = strconv.AppendInt(b, r.Sampling, 10)
+	}
 	b = appendStringField(b, `,"correlation_id":`, r.CorrelationID)
 	b = append(b, `,"prev":"`...)
 	b = append(b, prev...) // hex digits, or nothing: nothing to escape

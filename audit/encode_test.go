@@ -43,7 +43,7 @@ func FuzzAppendLine(f *testing.F) {
 		r := Record{Time: time.Unix(0, at).In(zone), Event: event, Session: session, Tool: tool, ArgsHash: cid + tool,
 			Cwd: cwd, SessionCwd: cwd + session, Sandbox: event, TimeoutMs: timeout, Approval: session + event,
 			Started: time.Unix(started, at%1e9).In(zone), Stopped: time.Unix(started, 0).UTC(), Outcome: tool,
-			StdoutBytes: out, StderrBytes: timeout, CorrelationID: cid, Hash: "ignored"}
+			StdoutBytes: out, StderrBytes: timeout, Sampling: out % 3, CorrelationID: cid, Hash: "ignored"}
 		if cwd != "" { // a chained record; Prev is always a hash or ""
 			sum := sha256.Sum256([]byte(cwd))
 			r.Prev = hex.EncodeToString(sum[:])
@@ -81,7 +81,7 @@ var errLong = bytes.ErrTooLarge
 func TestEncoderKnowsEveryField(t *testing.T) {
 	const written = "time event session tool args_hash cwd,omitempty session_cwd,omitempty session_env,omitempty " +
 		"sandbox,omitempty timeout_ms,omitempty approval started stopped outcome exit_status,omitempty " +
-		"stdout_bytes stderr_bytes correlation_id prev hash"
+		"stdout_bytes stderr_bytes sampling,omitempty correlation_id prev hash"
 	var tags []string
 	for f := range reflect.TypeFor[Record]().Fields() {
 		tags = append(tags, f.Tag.Get("json"))

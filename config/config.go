@@ -339,6 +339,11 @@ type McpServer struct {
 	// server speaks it, else initialize), "legacy" (initialize only, for
 	// a server that misbehaves on the probe) or "modern" (2026-07-28 only).
 	Era string `koanf:"era"`
+	// Sampling relays the server's sampling/createMessage requests during
+	// a call to the calling client (troupe declares the sampling
+	// capability to this server only then). Off by default: a server that
+	// may drive the client's model must be trusted.
+	Sampling bool `koanf:"sampling"`
 }
 
 // Options say where configuration comes from. The zero value reads the

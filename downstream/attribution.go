@@ -49,6 +49,10 @@ type flight struct {
 // out-of-band interaction of a URL-mode elicitation is over (2025-11-25).
 const notificationElicitationComplete = "notifications/elicitation/complete"
 
+// methodSampling is the request by which a server asks the client's model
+// for a completion (sampling/createMessage).
+const methodSampling = "sampling/createMessage"
+
 // maxURLElicitations bounds the elicitationIds one call remembers.
 const maxURLElicitations = 64
 
@@ -172,6 +176,27 @@ func (c *Client) askingFlight() *flight {
 		}
 	}
 	return nil
+}
+
+// unnamedFlight is the call a server's request that names no call belongs
+// to: a question (elicitation/create, sampling/createMessage) goes to the
+// asking flight, anything else to the sole flight. It is the rule for
+// every request that arrives outside a call's own stream: all of stdio's,
+// and over HTTP those on the standalone GET stream, where a server that
+// sends its question without relating it to the call puts it (the
+// conformance suite's fixture server does: its tools ask through the
+// session, not the request).
+func (c *Client) unnamedFlight(method string) *flight {
+	if isQuestion(method) {
+		return c.askingFlight()
+	}
+	return c.soleFlight()
+}
+
+// isQuestion reports whether a server's request asks the client's user or
+// model something on behalf of a call.
+func isQuestion(method string) bool {
+	return method == protocol.MethodElicitationCreate || method == methodSampling
 }
 
 // spawn runs fn in a goroutine the client owns (waited for by Close);
@@ -310,7 +335,8 @@ var (
 // client (the reader goes on reading meanwhile). f is the call the request
 // is attributed to, nil for none. ping gets {}, roots/list an empty list,
 // elicitation/create goes to the call's Observer.Elicit (declined without
-// one), anything else is -32601.
+// one), sampling/createMessage to its Observer.Sample (see sample),
+// anything else is -32601.
 func (c *Client) serverRequest(id json.RawMessage, method string, params json.RawMessage, f *flight, send reply) {
 	key := idKey(id)
 	parent := c.life
@@ -321,7 +347,7 @@ func (c *Client) serverRequest(id json.RawMessage, method string, params json.Ra
 	// A question counts as the call's from now until it is answered, so
 	// the next message the reader attributes already sees it (the reader
 	// calls serverRequest before it reads on).
-	question := f != nil && method == protocol.MethodElicitationCreate
+	question := f != nil && isQuestion(method)
 	c.mu.Lock()
 	c.requests[key] = cancel
 	if question {
@@ -367,6 +393,8 @@ func (c *Client) answer(ctx context.Context, method string, params json.RawMessa
 		return answerRoots, nil
 	case protocol.MethodElicitationCreate:
 		return c.elicit(ctx, params, f)
+	case methodSampling:
+		return c.sample(ctx, params, f)
 	}
 	return nil, &RPCError{Code: protocol.CodeMethodNotFound, Message: "method not found: " + method}
 }
@@ -406,6 +434,49 @@ func (c *Client) elicit(ctx context.Context, params json.RawMessage, f *flight) 
 	c.log.Debug("upstream: elicitation relay failed", "err", err)
 	return nil, &RPCError{Code: protocol.CodeInternalError, Message: "elicitation failed"}
 }
+
+// sample relays sampling/createMessage to the call's Observer.Sample. It is
+// refused with a JSON-RPC error, and logged, when the server's
+// configuration does not allow sampling (troupe did not declare it), when
+// the request belongs to no call in flight (the call ended, or which call
+// asked is not known) and when the caller cannot be asked; nothing is
+// relayed then. Every relayed request is logged with the server's name.
+func (c *Client) sample(ctx context.Context, params json.RawMessage, f *flight) (json.RawMessage, *RPCError) {
+	var p struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	switch {
+	case !c.sampling:
+		c.log.Warn("upstream: sampling request refused: sampling is not enabled for this server (set sampling = true in its [mcp_servers] table to relay it)")
+		return nil, &RPCError{Code: protocol.CodeMethodNotFound,
+			Message: "sampling is not available: troupe did not declare the sampling capability to this server"}
+	case json.Unmarshal(params, &p) != nil || len(p.Messages) == 0:
+		return nil, &RPCError{Code: protocol.CodeInvalidParams, Message: "sampling/createMessage params must be an object with messages"}
+	case f == nil:
+		c.log.Info("upstream: sampling request refused: no call to relay it to")
+		return nil, &RPCError{Code: protocol.CodeInvalidRequest, Message: "sampling refused: the request belongs to no call in flight"}
+	case f.obs.Sample == nil:
+		c.log.Info("upstream: sampling request refused: the caller cannot be asked")
+		return nil, &RPCError{Code: protocol.CodeInvalidRequest, Message: "sampling refused: the calling client cannot be asked"}
+	}
+	c.log.Info("upstream: sampling request relayed to the calling client", "bytes", len(params))
+	res, err := f.obs.Sample(ctx, params)
+	var rpcErr *RPCError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &rpcErr):
+		return nil, rpcErr
+	case ctx.Err() != nil:
+		return nil, &RPCError{Code: codeRequestCancelled, Message: "sampling cancelled: the call ended before the client answered"}
+	}
+	c.log.Debug("upstream: sampling relay failed", "err", err)
+	return nil, &RPCError{Code: protocol.CodeInternalError, Message: "sampling failed"}
+}
+
+// codeRequestCancelled answers a request given up because its call ended
+// (JSON-RPC's "request cancelled", as LSP and jsonrpc2 number it).
+const codeRequestCancelled = -32800
 
 // idKey normalizes a JSON-RPC id (a string or a number) for map lookups.
 func idKey(raw json.RawMessage) string {

@@ -81,6 +81,13 @@ type Config struct {
 	// the probe (a server that misbehaves on it); ForceModern refuses a
 	// server that does not speak 2026-07-28.
 	Era EraChoice
+	// Sampling declares the sampling capability to the server, so that its
+	// sampling/createMessage requests during a call are relayed to the
+	// calling client (Observer.Sample). Off, troupe declares no sampling
+	// and answers such a request with a JSON-RPC error, relaying nothing: a
+	// server that may drive the client's model must be trusted
+	// ([mcp_servers.<name>] sampling = true).
+	Sampling bool
 	// ParkTimeout is how long a legacy server's call that asked a question
 	// waits for the answer of a client that answers in rounds (see
 	// Observer.Rounds); DefaultParkTimeout when zero. troupe passes
@@ -122,6 +129,11 @@ type Observer struct {
 	// any other error as an internal error. nil declines every request
 	// ({"action":"decline"}).
 	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// Sample answers a sampling/createMessage attributable to this call
+	// (only with Config.Sampling) with a CreateMessageResult object. It
+	// runs like Elicit; nil refuses every such request with a JSON-RPC
+	// error.
+	Sample func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 	// ElicitationComplete receives notifications/elicitation/complete
 	// (2025-11-25) for a URL-mode elicitation of this call: the server says
 	// the out-of-band interaction with that elicitationId has finished. It
@@ -177,6 +189,7 @@ type Client struct {
 	// _meta in every request and no session.
 	era         protocol.Era
 	clientInfo  protocol.Implementation
+	sampling    bool // Config.Sampling: the sampling capability is declared
 	toolsChange bool // a modern server announced tools list changes
 	parkTimeout time.Duration
 
@@ -217,6 +230,7 @@ func newClient(cfg Config, h Handlers) *Client {
 		parked:      map[string]*parkedEntry{},
 		done:        make(chan struct{}),
 		clientInfo:  cfg.ClientInfo,
+		sampling:    cfg.Sampling,
 		parkTimeout: cmp.Or(cfg.ParkTimeout, DefaultParkTimeout),
 	}
 }
@@ -285,8 +299,14 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 
 // declaredCapabilities are the client capabilities troupe declares to a
 // downstream server: elicitation in both modes (2025-11-25; earlier
-// revisions read any elicitation object as form mode).
-const declaredCapabilities = `{"elicitation":{"form":{},"url":{}}}`
+// revisions read any elicitation object as form mode), and sampling when
+// the server's configuration allows it (Config.Sampling).
+func (c *Client) declaredCapabilities() json.RawMessage {
+	if c.sampling {
+		return json.RawMessage(`{"elicitation":{"form":{},"url":{}},"sampling":{}}`)
+	}
+	return json.RawMessage(`{"elicitation":{"form":{},"url":{}}}`)
+}
 
 // initialize runs the handshake: initialize, check the answer,
 // notifications/initialized.
@@ -295,7 +315,7 @@ func (c *Client) initialize(ctx context.Context, info protocol.Implementation) e
 		ProtocolVersion protocol.Version        `json:"protocolVersion"`
 		Capabilities    json.RawMessage         `json:"capabilities"`
 		ClientInfo      protocol.Implementation `json:"clientInfo"`
-	}{protocol.Latest, json.RawMessage(declaredCapabilities), info})
+	}{protocol.Latest, c.declaredCapabilities(), info})
 	raw, err := c.request(ctx, protocol.MethodInitialize, params, nil)
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)

@@ -101,7 +101,7 @@ func (c *Client) modernMeta() map[string]json.RawMessage {
 	return map[string]json.RawMessage{
 		protocol.MetaProtocolVersion:    v,
 		protocol.MetaClientInfo:         info,
-		protocol.MetaClientCapabilities: json.RawMessage(declaredCapabilities),
+		protocol.MetaClientCapabilities: c.declaredCapabilities(),
 	}
 }
 

@@ -50,6 +50,7 @@ type fake struct {
 	calls     map[string]chan struct{}        // calls in flight, closed on notifications/cancelled
 	cancelled []string                        // "id:reason" of each cancellation seen
 	init      json.RawMessage                 // the params of initialize
+	late      string                          // the answers to the questions of "late"
 }
 
 type fakeMsg struct {
@@ -259,6 +260,26 @@ func (f *fake) call(m fakeMsg) {
 		f.notify("notifications/elicitation/complete", map[string]any{"elicitationId": "e-2"}) // not this call's
 		f.notify("notifications/elicitation/complete", map[string]any{"elicitationId": "e-1"})
 		f.reply(m.ID, text("elicited "+string(answer)))
+	case "sample": // asks the client's model, as server-everything's trigger-sampling-request does
+		answer := f.ask("sampling/createMessage", map[string]any{"maxTokens": 10,
+			"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "hi"}}}})
+		f.reply(m.ID, text("sampled "+string(answer)))
+	case "late": // answers, then asks once no call is in flight
+		f.reply(m.ID, text("answered"))
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			e := f.ask("elicitation/create", map[string]any{"message": "too late?", "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}}})
+			s := f.ask("sampling/createMessage", map[string]any{"maxTokens": 10,
+				"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "too late?"}}}})
+			f.mu.Lock()
+			f.late = string(e) + "|" + string(s)
+			f.mu.Unlock()
+		}()
+	case "late-answers": // what the client answered to late's questions
+		f.mu.Lock()
+		late := f.late
+		f.mu.Unlock()
+		f.reply(m.ID, text(late))
 	case "fail":
 		f.reply(m.ID, `{"content":[{"type":"text","text":"it broke"}],"isError":true}`)
 	case "rpcerr":

@@ -317,11 +317,18 @@ func (h *httpTransport) readCall(ctx, rctx context.Context, body *io.ReadCloser,
 
 // dispatch hands a server message that is not the awaited response to the
 // client: f is the call whose stream carried it, nil for the GET stream.
+// A notification on the GET stream belongs to no call (the server said so
+// by sending it there), but a request there still needs an answerer: it
+// is attributed as on stdio (Client.unnamedFlight), so a server that asks
+// its question outside the call's stream still reaches the caller.
 func (h *httpTransport) dispatch(m *message, f *flight) {
 	switch {
 	case m.Method != "" && m.ID == nil:
 		h.c.notification(m.Method, m.Params, f)
 	case m.Method != "":
+		if f == nil {
+			f = h.c.unnamedFlight(m.Method)
+		}
 		id := m.ID
 		h.c.serverRequest(id, m.Method, m.Params, f, func(ctx context.Context, result json.RawMessage, rpcErr *RPCError) error {
 			return h.respond(ctx, id, result, rpcErr)

@@ -25,6 +25,13 @@ import (
 // loopback with the given tools and returns the MCP endpoint.
 func troupeServer(t *testing.T, token string, ts ...tools.Tool) string {
 	t.Helper()
+	return troupeServerWrapped(t, token, nil, ts...)
+}
+
+// troupeServerWrapped is troupeServer with wrap (when not nil) around
+// troupe's HTTP handler.
+func troupeServerWrapped(t *testing.T, token string, wrap func(http.Handler) http.Handler, ts ...tools.Tool) string {
+	t.Helper()
 	reg, err := tools.NewRegistry(ts...)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,10 @@ func troupeServer(t *testing.T, token string, ts ...tools.Tool) string {
 		Grace:   2 * time.Second,
 		Logger:  discard,
 	})
-	h := mcphttp.New(host, mcphttp.Options{BearerToken: token, Logger: discard})
+	var h http.Handler = mcphttp.New(host, mcphttp.Options{BearerToken: token, Logger: discard})
+	if wrap != nil {
+		h = wrap(h)
+	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
@@ -365,5 +375,56 @@ func TestHTTPResumesACallStream(t *testing.T) {
 	c.Close()
 	if deleted.Load() != 1 {
 		t.Errorf("DELETE sent %d times", deleted.Load())
+	}
+}
+
+// askOutsideTool asks its question as the conformance suite's fixture
+// server does (a request that names no call of the client's, so the HTTP
+// front sends it on the standalone GET stream, not the call's POST stream).
+func askOutsideTool() tools.Tool {
+	return funcTool{name: "ask-outside", call: func(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+		res, err := req.Session.Client().Call(ctx, protocol.MethodElicitationCreate, map[string]any{
+			"message": "may I?", "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+		})
+		if err != nil {
+			return textResult("client error: " + err.Error()), nil
+		}
+		return textResult("client said " + string(res)), nil
+	}}
+}
+
+// TestHTTPElicitationOnTheGetStreamReachesTheCall: a server's question
+// that arrives on the standalone GET stream while one call is in flight is
+// that call's (the stdio rule: a question that names no call belongs to
+// the one call that is not already waiting for an answer), not declined.
+func TestHTTPElicitationOnTheGetStreamReachesTheCall(t *testing.T) {
+	// The question goes out only once the GET stream is open: the test
+	// waits for it (the server has it once its handler flushed the headers).
+	opened := make(chan struct{}, 1)
+	url := troupeServerWrapped(t, "", func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				select {
+				case opened <- struct{}{}:
+				default:
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, askOutsideTool())
+	c := dial(t, httpConfig(url, nil), downstream.Handlers{})
+	select {
+	case <-opened:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client opened no GET stream")
+	}
+	time.Sleep(50 * time.Millisecond) // the front files the stream after the request arrived
+	var o observed
+	got := call(t, c, "ask-outside", "", o.observer(`{"action":"accept","content":{"sure":true}}`))
+	if got != `client said {"action":"accept","content":{"sure":true}}` {
+		t.Errorf("the tool got %q", got)
+	}
+	if _, _, elicits := o.snapshot(); len(elicits) != 1 || !strings.Contains(elicits[0], "may I?") {
+		t.Errorf("Elicit saw %q", elicits)
 	}
 }

@@ -68,8 +68,9 @@ const (
 	// when Config.ParkTimeout is zero.
 	DefaultParkTimeout = 10 * time.Minute
 	// legacyQuestionKey names a legacy server's elicitation in
-	// InputRequired.Requests.
+	// InputRequired.Requests; legacySamplingKey its sampling request.
 	legacyQuestionKey = "elicitation"
+	legacySamplingKey = "sampling"
 )
 
 // inputRequired is a modern server's InputRequiredResult.
@@ -110,6 +111,9 @@ func (c *Client) callRounds(ctx context.Context, name string, args json.RawMessa
 			next.Server, next.HasServer = *ir.RequestState, true
 		}
 		if obs.Rounds {
+			if err := c.checkAsks(ir.InputRequests); err != nil {
+				return nil, fmt.Errorf("upstream %q: tools/call %s: %w", c.name, name, err)
+			}
 			return nil, &InputRequired{Requests: ir.InputRequests, State: next.encode()}
 		}
 		if i+1 >= maxRounds {
@@ -123,9 +127,34 @@ func (c *Client) callRounds(ctx context.Context, name string, args json.RawMessa
 	}
 }
 
+// checkAsks refuses a modern server's inputRequests that troupe did not
+// declare before they reach a caller who answers in rounds: sampling
+// without Config.Sampling (logged), or a method troupe never answers.
+func (c *Client) checkAsks(requests map[string]json.RawMessage) error {
+	for key, raw := range requests {
+		var r struct {
+			Method string `json:"method"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("input request %q is not a request object", key)
+		}
+		switch {
+		case r.Method == methodSampling && !c.sampling:
+			c.log.Warn("upstream: sampling request refused: sampling is not enabled for this server (set sampling = true in its [mcp_servers] table to relay it)")
+			return fmt.Errorf("input request %q asks for sampling, which is not enabled for this server", key)
+		case r.Method == methodSampling:
+			c.log.Info("upstream: sampling request relayed to the calling client in an input_required round")
+		case r.Method != protocol.MethodElicitationCreate && r.Method != "roots/list":
+			return fmt.Errorf("input request %q asks for %s, which troupe did not declare", key, r.Method)
+		}
+	}
+	return nil
+}
+
 // answerRound answers a modern server's inputRequests the way a legacy
 // server's requests are answered: elicitation through obs.Elicit (declined
-// without one), roots/list with no roots; troupe declares nothing else.
+// without one), sampling through obs.Sample (see sample), roots/list with
+// no roots; troupe declares nothing else.
 func (c *Client) answerRound(ctx context.Context, requests map[string]json.RawMessage, obs Observer) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(requests))
 	f := &flight{obs: obs, ctx: ctx}
@@ -142,6 +171,12 @@ func (c *Client) answerRound(ctx context.Context, requests map[string]json.RawMe
 			res, rpcErr := c.elicit(ctx, r.Params, f)
 			if rpcErr != nil {
 				res = answerDecline
+			}
+			out[key] = res
+		case methodSampling:
+			res, rpcErr := c.sample(ctx, r.Params, f)
+			if rpcErr != nil {
+				return nil, fmt.Errorf("input request %q: %s", key, rpcErr.Message)
 			}
 			out[key] = res
 		case "roots/list":
@@ -167,10 +202,20 @@ type parked struct {
 	obs Observer // who hears the call's progress and logs now (none while parked)
 }
 
-// question is one elicitation of a parked call.
+// question is one elicitation or sampling request of a parked call.
 type question struct {
+	method string // elicitation/create or sampling/createMessage
 	params json.RawMessage
 	answer chan json.RawMessage
+}
+
+// key names the question in InputRequired.Requests and its answer in
+// Resume.Responses.
+func (q *question) key() string {
+	if q.method == methodSampling {
+		return legacySamplingKey
+	}
+	return legacyQuestionKey
 }
 
 // parkedEntry is a parked call waiting for its answer.
@@ -212,19 +257,21 @@ func (c *Client) callParkable(ctx context.Context, name string, args json.RawMes
 			}
 		},
 		Elicit: func(ectx context.Context, params json.RawMessage) (json.RawMessage, error) {
-			q := &question{params: params, answer: make(chan json.RawMessage, 1)}
-			select {
-			case p.questions <- q:
-			case <-ectx.Done():
-				return nil, ectx.Err()
+			if urlMode(params) {
+				// A URL-mode question lives by its elicitationId and ends
+				// with notifications/elicitation/complete, which only the
+				// session-based revisions have: a caller that answers in
+				// rounds is not offered it.
+				c.log.Debug("upstream: URL-mode elicitation declined: the caller answers in rounds (2026-07-28), which has no elicitationId or elicitation/complete")
+				return answerDecline, nil
 			}
-			select {
-			case a := <-q.answer:
-				return a, nil
-			case <-ectx.Done():
-				return nil, ectx.Err()
-			}
+			return p.ask(ectx, protocol.MethodElicitationCreate, params)
 		},
+	}
+	if c.sampling {
+		inner.Sample = func(ectx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return p.ask(ectx, methodSampling, params)
+		}
 	}
 	if !c.spawn(func() {
 		defer stop()
@@ -236,6 +283,31 @@ func (c *Client) callParkable(ctx context.Context, name string, args json.RawMes
 		return nil, c.closedErr()
 	}
 	return c.waitParked(ctx, p)
+}
+
+// urlMode reports whether elicitation/create params ask in URL mode.
+func urlMode(params json.RawMessage) bool {
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.Mode == "url"
+}
+
+// ask hands a question of the running call to waitParked, which parks the
+// call, and waits for the answer a later round brings.
+func (p *parked) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	q := &question{method: method, params: params, answer: make(chan json.RawMessage, 1)}
+	select {
+	case p.questions <- q:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case a := <-q.answer:
+		return a, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // waitParked waits for a parkable call's next event: its end, or a
@@ -277,8 +349,8 @@ func (c *Client) park(p *parked, q *question) error {
 	})
 	c.parked[key] = e
 	c.mu.Unlock()
-	req, _ := json.Marshal(map[string]any{"method": protocol.MethodElicitationCreate, "params": q.params})
-	return &InputRequired{Requests: map[string]json.RawMessage{legacyQuestionKey: req}, State: roundState{Park: key}.encode()}
+	req, _ := json.Marshal(map[string]any{"method": q.method, "params": q.params})
+	return &InputRequired{Requests: map[string]json.RawMessage{q.key(): req}, State: roundState{Park: key}.encode()}
 }
 
 // unpark takes a parked call out of the table; nil when it is not there.
@@ -305,7 +377,7 @@ func (c *Client) resumeParked(ctx context.Context, key string, r *Resume, obs Ob
 	if e == nil {
 		return nil, fmt.Errorf("upstream %q: %w", c.name, ErrParkedGone)
 	}
-	answer, ok := r.Responses[legacyQuestionKey]
+	answer, ok := r.Responses[e.q.key()]
 	if !ok {
 		return nil, c.park(e.p, e.q) // the spec: ask for what is missing again
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
-	"troupe/protocol"
 	"troupe/protocol/framing"
 
 	"troupe/sandbox"
@@ -427,12 +426,7 @@ func (h stdioHandler) Handle(_ context.Context, conn *jsonrpc2.Conn, req *jsonrp
 		c.notification(req.Method, params, c.soleFlight())
 		return
 	}
-	var f *flight
-	if req.Method == protocol.MethodElicitationCreate {
-		f = c.askingFlight()
-	} else {
-		f = c.soleFlight()
-	}
+	f := c.unnamedFlight(req.Method)
 	id := req.ID
 	raw, _ := json.Marshal(id)
 	c.serverRequest(raw, req.Method, params, f, func(ctx context.Context, result json.RawMessage, rpcErr *RPCError) error {

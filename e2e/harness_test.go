@@ -150,6 +150,9 @@ type scenario struct {
 	// capability and answer the server's requests with these, in order
 	// ({"never": true}: no answer).
 	Elicitation []map[string]any `json:"elicitation,omitempty"`
+	// Sampling, when set, makes the client declare sampling and answer
+	// sampling/createMessage with these results, in order.
+	Sampling []map[string]any `json:"sampling,omitempty"`
 }
 
 // transport says how the runner reaches the server: Kind "stdio" spawns
@@ -185,6 +188,7 @@ type result struct {
 	ProtocolVersion string            `json:"protocolVersion"`
 	Steps           []stepResult      `json:"steps"`
 	Elicitations    []json.RawMessage `json:"elicitations"`
+	Samplings       []json.RawMessage `json:"samplings"`
 }
 
 type implementation struct {

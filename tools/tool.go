@@ -112,6 +112,10 @@ type Request struct {
 	// Session is the session the call runs in (per-session state,
 	// notifications after the call); nil when it has none.
 	Session Session
+	// Relayed counts what the call relayed to its client for a downstream
+	// server (sampling requests), for the call's audit record; nil counts
+	// nothing.
+	Relayed *Relayed
 }
 
 // InputRequired is a tool's error when it needs answers from a client that

@@ -12,14 +12,18 @@
 //    "steps": [{"op": "listTools"} | {"op": "callTool", "name": "...", "arguments": {...}, "progress": true}
 //             | {"op": "readResource", "uri": "..."}],
 //    "elicitation": [{"action": "accept", "content": {...}, "_meta": {...}} | {"action": "decline"}
-//                    | {"never": true}, ...]}
+//                    | {"never": true}, ...],
+//    "sampling": [{"role": "assistant", "content": {...}, "model": "..."}, ...]}
 //
 // With "elicitation", the client declares the elicitation capability and
 // answers the server's elicitation/create requests with the listed answers,
 // in order ({"never": true}: no answer until the server withdraws the
 // request); the requests it got are reported as "elicitations". A callTool
 // step with "progress" asks for progress notifications and reports how many
-// arrived as "progressCount".
+// arrived as "progressCount". With "sampling", the client declares the
+// sampling capability and answers sampling/createMessage with the listed
+// results, in order (an error once they run out); the requests it got are
+// reported as "samplings".
 //
 // It prints one JSON document on stdout:
 //
@@ -34,7 +38,7 @@ import { readFile } from 'node:fs/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const EXIT_BAD_SCENARIO = 2;
 const EXIT_CANNOT_CONNECT = 3;
@@ -150,8 +154,21 @@ async function main() {
 
   const answers = scenario.elicitation;
   const elicitations = [];
+  const samples = scenario.sampling;
+  const samplings = [];
+  const capabilities = {};
+  if (answers) capabilities.elicitation = {};
+  if (samples) capabilities.sampling = {};
   const client = new Client({ name: 'troupe-e2e-tsclient', version: '0.0.0' },
-    answers ? { capabilities: { elicitation: {} } } : undefined);
+    answers || samples ? { capabilities } : undefined);
+  if (samples) {
+    client.setRequestHandler(CreateMessageRequestSchema, (request) => {
+      samplings.push(request.params);
+      const answer = samples.shift();
+      if (!answer) throw new Error('no canned sampling answer left');
+      return answer;
+    });
+  }
   if (answers) {
     client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
       elicitations.push(request.params);
@@ -185,6 +202,7 @@ async function main() {
 
   const report = { serverVersion: client.getServerVersion(), protocolVersion, steps };
   if (answers) report.elicitations = elicitations;
+  if (samples) report.samplings = samplings;
   await new Promise((resolve) => process.stdout.write(JSON.stringify(report) + '\n', resolve));
   return 0;
 }

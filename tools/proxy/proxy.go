@@ -152,10 +152,13 @@ func (t *tool) Call(ctx context.Context, req *tools.Request) (*protocol.CallTool
 		Elicit: func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 			return elicit(ctx, req, params, &asked)
 		},
+		Sample: func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return sample(ctx, req, params)
+		},
 		ElicitationComplete: func(params json.RawMessage) { asked.complete(req, params) },
 	})
 	if err != nil {
-		err = t.failure(ctx, err)
+		err = t.failure(ctx, req, err)
 		if te := (*tools.Error)(nil); errors.As(err, &te) {
 			tracing.Fail(span, err, "the downstream call failed", string(te.Kind))
 		} else if ir := (*tools.InputRequired)(nil); !errors.As(err, &ir) {
@@ -216,6 +219,32 @@ func elicit(ctx context.Context, req *tools.Request, params json.RawMessage, ask
 	if errors.As(err, &ce) && ce.Code == protocol.CodeMethodNotFound {
 		asked.forget(id)
 		return decline, nil // troupe's session: the client lacks the capability or the mode
+	}
+	return res, err
+}
+
+// methodSampling is the request by which a server asks the client's model
+// for a completion.
+const methodSampling = "sampling/createMessage"
+
+// sample relays a downstream's sampling/createMessage (which reaches a
+// proxied tool only when its server is configured with sampling = true)
+// to the calling client and counts it for the call's audit record. The
+// client's answer, or its JSON-RPC error, goes back to the server as it
+// came; a client that did not declare sampling is a -32601 the server
+// can understand.
+func sample(ctx context.Context, req *tools.Request, params json.RawMessage) (json.RawMessage, error) {
+	if req.Client == nil {
+		return nil, &downstream.RPCError{Code: protocol.CodeInvalidRequest, Message: "sampling refused: the calling client cannot be asked"}
+	}
+	req.Relayed.Sampled()
+	res, err := req.Client.Call(ctx, methodSampling, params)
+	var ce *tools.ClientError
+	if errors.As(err, &ce) {
+		if ce.Code == protocol.CodeMethodNotFound {
+			return nil, &downstream.RPCError{Code: protocol.CodeMethodNotFound, Message: "sampling is not available: the calling client did not declare the sampling capability"}
+		}
+		return nil, &downstream.RPCError{Code: ce.Code, Message: ce.Message}
 	}
 	return res, err
 }
@@ -283,12 +312,20 @@ func (a *urlAsks) complete(req *tools.Request, params json.RawMessage) {
 const notificationElicitationComplete = "notifications/elicitation/complete"
 
 // failure maps a forwarding error to what the caller sees.
-func (t *tool) failure(ctx context.Context, err error) error {
+func (t *tool) failure(ctx context.Context, req *tools.Request, err error) error {
 	name := t.srv.Name()
 	var rpc *downstream.RPCError
 	var input *downstream.InputRequired
 	switch {
 	case errors.As(err, &input):
+		for _, raw := range input.Requests {
+			var q struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(raw, &q) == nil && q.Method == methodSampling {
+				req.Relayed.Sampled() // the client is asked in this round
+			}
+		}
 		return &tools.InputRequired{Requests: input.Requests, State: []byte(input.State)}
 	case ctx.Err() != nil:
 		return ctx.Err()
