@@ -58,10 +58,6 @@ var conformanceGaps = map[string]string{
 	"resources-unsubscribe":    "downstream resources: subscriptions",
 	// Completions: completion/complete is -32601.
 	"completion-complete": "downstream completions",
-	// Sampling: troupe does not declare sampling to the server, which then
-	// refuses to ask. Once sampling is relayed, opt the fixture in with the
-	// server's `sampling = true` in the test's [mcp_servers.conformance].
-	"tools-call-sampling": "sampling relay",
 }
 
 // TestConformanceThroughTroupe runs the suite's server scenarios against the
@@ -85,7 +81,7 @@ func TestConformanceThroughTroupe(t *testing.T) {
 	fixture := startConformanceFixture(t, dir)
 	alone := runConformance(t, dir, fixture.url)
 
-	cfg := downstreamConfig(t, fmt.Sprintf("[mcp_servers.conformance]\nurl = %q\ntool_prefix = \"\"\nrequires_approval = false\n", fixture.url))
+	cfg := downstreamConfig(t, fmt.Sprintf("[mcp_servers.conformance]\nurl = %q\ntool_prefix = \"\"\nrequires_approval = false\nsampling = true\n", fixture.url))
 	fx := newFixture(t)
 	srv := startHTTPServer(t, fx.dir, "", "--config", cfg)
 	via := runConformance(t, dir, srv.url)
