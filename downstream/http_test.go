@@ -399,15 +399,13 @@ func askOutsideTool() tools.Tool {
 // the one call that is not already waiting for an answer), not declined.
 func TestHTTPElicitationOnTheGetStreamReachesTheCall(t *testing.T) {
 	// The question goes out only once the GET stream is open: the test
-	// waits for it (the server has it once its handler flushed the headers).
+	// waits for it (the front has filed the stream when it writes the
+	// response's headers).
 	opened := make(chan struct{}, 1)
 	url := troupeServerWrapped(t, "", func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodGet {
-				select {
-				case opened <- struct{}{}:
-				default:
-				}
+				w = &headersSignal{ResponseWriter: w, once: opened}
 			}
 			next.ServeHTTP(w, r)
 		})
@@ -418,7 +416,6 @@ func TestHTTPElicitationOnTheGetStreamReachesTheCall(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the client opened no GET stream")
 	}
-	time.Sleep(50 * time.Millisecond) // the front files the stream after the request arrived
 	var o observed
 	got := call(t, c, "ask-outside", "", o.observer(`{"action":"accept","content":{"sure":true}}`))
 	if got != `client said {"action":"accept","content":{"sure":true}}` {
@@ -426,5 +423,34 @@ func TestHTTPElicitationOnTheGetStreamReachesTheCall(t *testing.T) {
 	}
 	if _, _, elicits := o.snapshot(); len(elicits) != 1 || !strings.Contains(elicits[0], "may I?") {
 		t.Errorf("Elicit saw %q", elicits)
+	}
+}
+
+// headersSignal tells once when its response's headers are written.
+type headersSignal struct {
+	http.ResponseWriter
+	once chan struct{}
+}
+
+func (h *headersSignal) WriteHeader(code int) {
+	h.ResponseWriter.WriteHeader(code)
+	select {
+	case h.once <- struct{}{}:
+	default:
+	}
+}
+
+func (h *headersSignal) Write(b []byte) (int, error) {
+	select {
+	case h.once <- struct{}{}:
+	default:
+	}
+	return h.ResponseWriter.Write(b)
+}
+
+// Flush passes flushes on: the front streams SSE.
+func (h *headersSignal) Flush() {
+	if f, ok := h.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }
