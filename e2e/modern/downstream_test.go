@@ -169,20 +169,7 @@ func connectAnswering(t *testing.T, tg *target, version string, a *answerer) *go
 	t.Helper()
 	client := gosdk.NewClient(&gosdk.Implementation{Name: "troupe-e2e-downstream", Version: "1.0.0"},
 		&gosdk.ClientOptions{ElicitationHandler: a.handle})
-	var tr gosdk.Transport
-	if tg.http != nil {
-		tr = &gosdk.StreamableClientTransport{Endpoint: tg.http.url, HTTPClient: httpClient(&recorder{}, tg.http.token), MaxRetries: -1}
-	} else {
-		cmd := exec.Command(troupeBinary(t), tg.stdioArgs()...)
-		cmd.Env = serverEnv()
-		cmd.Stderr = tg.log
-		tr = &gosdk.CommandTransport{Command: cmd, TerminateDuration: stopTimeout}
-	}
-	cs, err := client.Connect(ctxFor(t), tr, &gosdk.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connecting over %s: %v", tg.name, err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := connectWith(t, tg, client, version)
 	want := version
 	if want == "" {
 		want = modernVersion
