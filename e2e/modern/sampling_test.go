@@ -13,13 +13,15 @@ import (
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A downstream server's sampling request during a call (server-everything's
-// trigger-sampling-request, with the server's `sampling = true`) reaches the
-// go-sdk client that made the call in both of its eras: over the session
-// (sampling/createMessage) for a 2025-11-25 client, and as an input_required
-// round whose retry carries the answer for a 2026-07-28 client. troupe's
-// approval of the call is asked first; the client's canned completion is
-// what the tool returns.
+// A downstream server's sampling request during a call, with the server's
+// `sampling = true`, reaches the go-sdk client that made the call in both of
+// its eras: over the session (sampling/createMessage) for a 2025-11-25
+// client, and as an input_required round whose retry carries the answer for
+// a 2026-07-28 client. The servers ask in both of theirs: server-everything
+// (session-based) with sampling/createMessage mid-call, the go-sdk
+// 2026-07-28 server over stdio and HTTP with its own input_required round.
+// troupe's approval of the call is asked first; the client's canned
+// completion is what the tool returns.
 func TestDownstreamSamplingReachesClientsOfBothEras(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -32,9 +34,17 @@ args = [%q, "stdio"]
 env_vars = ["PATH", "HOME"]
 sampling = true
 
+[mcp_servers.modern]
+command = %q
+sampling = true
+
+[mcp_servers.modernhttp]
+url = %q
+sampling = true
+
 [limits]
 mcp_servers_startup_wait = "15s"
-`, node, everythingEntry(t))), 0o600); err != nil {
+`, node, everythingEntry(t), statelessServer(t), startStatelessHTTP(t))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	forEachTransportWith(t, []string{"--config", cfg}, func(t *testing.T, fx fixture, tg *target) {
@@ -63,22 +73,34 @@ mcp_servers_startup_wait = "15s"
 						},
 					})
 				cs := connectWith(t, tg, client, version)
-				res, err := cs.CallTool(ctxFor(t), &gosdk.CallToolParams{Name: "everything.trigger-sampling-request",
-					Arguments: map[string]any{"prompt": "say hi", "maxTokens": 20}})
-				if err != nil {
-					t.Fatalf("call: %v (troupe's log:\n%s)", err, tg.log)
-				}
-				text := toolText(res)
-				if res.IsError || !strings.Contains(text, "canned completion from the client") {
-					t.Fatalf("the tool returned %q (isError %v; troupe's log:\n%s)", text, res.IsError, tg.log)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if len(prompts) != 1 || !strings.Contains(prompts[0], "say hi") {
-					t.Errorf("the client was asked to sample %q", prompts)
-				}
-				if asked := a.messages(); len(asked) != 1 || !strings.Contains(asked[0], "everything.trigger-sampling-request") {
-					t.Errorf("troupe's approval: asked %q", asked)
+				for _, c := range []struct {
+					tool, prompt string
+					args         map[string]any
+				}{
+					{"everything.trigger-sampling-request", "say hi", map[string]any{"prompt": "say hi", "maxTokens": 20}},
+					{"modern.summarize", "Summarize: a long text", map[string]any{"text": "a long text"}},
+					{"modernhttp.summarize", "Summarize: a long text", map[string]any{"text": "a long text"}},
+				} {
+					mu.Lock()
+					prompts = nil
+					mu.Unlock()
+					before := len(a.messages())
+					res, err := cs.CallTool(ctxFor(t), &gosdk.CallToolParams{Name: c.tool, Arguments: c.args})
+					if err != nil {
+						t.Fatalf("%s: %v (troupe's log:\n%s)", c.tool, err, tg.log)
+					}
+					text := toolText(res)
+					if res.IsError || !strings.Contains(text, "canned completion from the client") {
+						t.Fatalf("%s returned %q (isError %v; troupe's log:\n%s)", c.tool, text, res.IsError, tg.log)
+					}
+					mu.Lock()
+					if len(prompts) != 1 || !strings.Contains(prompts[0], c.prompt) {
+						t.Errorf("%s: the client was asked to sample %q", c.tool, prompts)
+					}
+					mu.Unlock()
+					if asked := a.messages()[before:]; len(asked) != 1 || !strings.Contains(asked[0], c.tool) {
+						t.Errorf("%s: troupe's approval: asked %q", c.tool, asked)
+					}
 				}
 			})
 		}

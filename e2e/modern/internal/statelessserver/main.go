@@ -8,6 +8,9 @@
 //     round-trip request (input_required with one elicitation and a
 //     requestState); the retry answers "deployed to <target>" when the
 //     answer accepts with confirm=true, "not deployed" otherwise.
+//   - summarize {text}: asks the client's model through a multi round-trip
+//     request (input_required with one sampling/createMessage); the retry
+//     answers "summary: <the model's text>".
 //
 // It writes nothing to stdout but the protocol.
 package main
@@ -47,6 +50,9 @@ func main() {
 	server.AddTool(&mcp.Tool{Name: "deploy", Description: "deploys after asking",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"target": map[string]any{"type": "string"}}}},
 		deploy)
+	server.AddTool(&mcp.Tool{Name: "summarize", Description: "summarizes with the client's model",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
+		summarize)
 
 	if *addr == "" {
 		if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
@@ -86,6 +92,28 @@ func deploy(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, e
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deployed to " + args.Target}}}, nil
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not deployed (" + answer.Action + ")"}}}, nil
+}
+
+// summarize is the multi round-trip tool that samples.
+func summarize(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Text string `json:"text"`
+	}
+	_ = jsonUnmarshal(req.Params.Arguments, &args)
+	// The SDK reads every sampling answer as the with-tools form.
+	answer, ok := req.Params.InputResponses["sample"].(*mcp.CreateMessageWithToolsResult)
+	if !ok {
+		return &mcp.CallToolResult{RequestState: "summarize-1", InputRequests: mcp.InputRequestMap{
+			"sample": &mcp.CreateMessageParams{MaxTokens: 50, Messages: []*mcp.SamplingMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "Summarize: " + args.Text}}}},
+		}}, nil
+	}
+	for _, c := range answer.Content {
+		if text, ok := c.(*mcp.TextContent); ok {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "summary: " + text.Text}}}, nil
+		}
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the model answered no text"}}}, nil
 }
 
 func jsonUnmarshal(raw []byte, v any) error {
