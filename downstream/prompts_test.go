@@ -1,0 +1,48 @@
+package downstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"troupe/downstream"
+)
+
+// TestStdioPromptsAndCompletions: prompts come page by page exactly as the
+// server sent them, and prompts/get and completion/complete send the
+// server what they were given.
+func TestStdioPromptsAndCompletions(t *testing.T) {
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first, err := c.ListPrompts(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Items) != 1 || string(first.Items[0]) != rawPrompts[0] || first.NextCursor != "p2" {
+		t.Fatalf("first page: %+v", first)
+	}
+	second, err := c.ListPrompts(ctx, first.NextCursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Items) != 1 || string(second.Items[0]) != rawPrompts[1] || second.NextCursor != "" {
+		t.Fatalf("second page: %+v", second)
+	}
+	got, err := c.GetPrompt(ctx, "greet", json.RawMessage(`{"who":"you"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"sent":{"name":"greet","arguments":{"who":"you"}}}`; string(got) != want {
+		t.Errorf("prompts/get sent %s, want %s", got, want)
+	}
+	params := `{"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"who","value":"y"}}`
+	got, err = c.Complete(ctx, json.RawMessage(params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"sent":` + params + `}`; string(got) != want {
+		t.Errorf("completion/complete sent %s, want %s", got, want)
+	}
+}
