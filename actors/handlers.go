@@ -162,6 +162,7 @@ func initialize(v SessionView, req *transport.Request) (any, error) {
 		ServerInfo:   info,
 		Instructions: instructions.For(v.Tools(), change.client, opts.Instructions, opts.Gate),
 	}
+	gatewayCapabilities(opts.Gateway, &change.result.Capabilities)
 	return change, nil
 }
 
@@ -284,7 +285,7 @@ func nameAgrees(req *transport.Request, name string) error {
 // instructions for the tools this client would see.
 func discover(v SessionView, req *transport.Request) (any, error) {
 	opts := v.Options()
-	return protocol.DiscoverResult{
+	res := protocol.DiscoverResult{
 		SupportedVersions: protocol.AllVersions(),
 		Capabilities: protocol.ServerCapabilities{
 			Tools:     &protocol.ToolsCapability{ListChanged: true}, // through subscriptions/listen
@@ -292,7 +293,9 @@ func discover(v SessionView, req *transport.Request) (any, error) {
 			Resources: &protocol.ResourcesCapability{},
 		},
 		Instructions: instructions.For(v.Tools(), req.Client, opts.Instructions, opts.Gate),
-	}, nil
+	}
+	gatewayCapabilities(opts.Gateway, &res.Capabilities)
+	return res, nil
 }
 
 // listen opens a subscription (subscribing): troupe offers tools list

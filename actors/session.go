@@ -71,6 +71,12 @@ type SessionOptions struct {
 	// method is not found (-32601) and nothing starts. A method it does
 	// not name is never served.
 	MethodTools map[string][]string
+	// Gateway serves what downstream servers offer beside tools: each tool
+	// is named after the method it serves (prompts/list, prompts/get,
+	// completion/complete), called with the request's params as its
+	// arguments and answered like a method of Methods (gateway.go). nil
+	// serves none: the methods are not found and not declared.
+	Gateway *tools.Registry
 	// Middleware wraps the handler of every MCP method, outside troupe's
 	// own (an operator's limits, tests that look at every request); nil
 	// adds none.
@@ -404,7 +410,12 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 	case msg.input != nil:
 		s.replyCall(msg.id, call, msg.input)
 	case call.method:
-		s.send(methodAnswer(msg.id, msg.result))
+		resp := methodAnswer(msg.id, msg.result)
+		if call.era == protocol.EraStateless && resp.Result != nil {
+			raw := s.completeStateless(*resp.Result, cachePrivate)
+			resp.Result = &raw
+		}
+		s.send(resp)
 	default:
 		s.replyCall(msg.id, call, protocol.ShapeResult(call.version, msg.result))
 	}

@@ -1,0 +1,75 @@
+package actors
+
+import (
+	"strconv"
+	"strings"
+
+	"troupe/actors/transport"
+	"troupe/protocol"
+	"troupe/tools"
+)
+
+// The gateway methods: what troupe's downstream servers offer beside their
+// tools (prompts, completions), served to troupe's clients. Each method is
+// a tool of SessionOptions.Gateway named after the method, which app builds
+// over the downstream servers; the session runs it as a call (the invoker's
+// deadline, cancellation, audit record, metrics and span, as for
+// tools/call), with the request's params as its arguments, and answers with
+// its structured content or a JSON-RPC error (methodAnswer). Talking to a
+// server is network I/O, which a handler must never do: so they are calls.
+
+// GatewayErrorCode is the key, in the data of a gateway tool's error
+// (tools.Error's _meta), of the JSON-RPC error code the method answers
+// with: a downstream server's own code passes through unchanged.
+const GatewayErrorCode = "code"
+
+// GatewayErrorData is the key, beside GatewayErrorCode, of the error's
+// data as the downstream server sent it (raw JSON); without it the error
+// has no data.
+const GatewayErrorData = "data"
+
+// gatewayCall serves a gateway method as a call of the Gateway tool of the
+// method's name; without one (no downstream server is configured) the
+// method does not exist.
+func gatewayCall(v SessionView, req *transport.Request) (any, error) {
+	reg := v.Options().Gateway
+	if reg == nil {
+		return nil, &Refusal{Code: protocol.CodeMethodNotFound, Message: "method not found: " + req.Method}
+	}
+	if _, ok := reg.Lookup(GatewayTool(req.Method)); !ok {
+		return nil, &Refusal{Code: protocol.CodeMethodNotFound, Message: "method not found: " + req.Method}
+	}
+	args := req.RawParams()
+	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
+		return nil, invalidParams(req.Method + " takes an object")
+	}
+	return &startingCall{tool: GatewayTool(req.Method), args: args, registry: reg, method: true}, nil
+}
+
+// gatewayCapabilities adds to caps what the Gateway serves: prompts (whose
+// list may change as servers come and go) and completions.
+func gatewayCapabilities(reg *tools.Registry, caps *protocol.ServerCapabilities) {
+	if reg == nil {
+		return
+	}
+	if _, ok := reg.Lookup(GatewayTool(protocol.MethodPromptsList)); ok {
+		caps.Prompts = &protocol.PromptsCapability{ListChanged: true}
+	}
+	if _, ok := reg.Lookup(GatewayTool(protocol.MethodCompletionComplete)); ok {
+		caps.Completions = &struct{}{}
+	}
+}
+
+// gatewayCode is the code a gateway error's data names, if it names one.
+func gatewayCode(data map[string]string) (int64, bool) {
+	c, ok := data[GatewayErrorCode]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	return n, err == nil
+}
+
+// GatewayTool is the name of the Gateway tool that serves method
+// (tool names cannot hold "/": prompts/get is prompts.get).
+func GatewayTool(method string) string { return strings.ReplaceAll(method, "/", ".") }
