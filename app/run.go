@@ -331,6 +331,7 @@ func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.L
 			Registry:     a.registry,
 			Methods:      a.methods,
 			MethodTools:  a.methodTools,
+			Gateway:      a.gatewayRegistry(cfg),
 			PageSize:     cfg.Limits.PageSize,
 			MaxInFlight:  cfg.Limits.MaxInFlight,
 			CallTimeout:  cfg.Limits.CallTimeout,

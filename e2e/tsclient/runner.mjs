@@ -62,6 +62,9 @@ async function readScenario(path) {
     if (step?.op === 'listTools') return;
     if (step?.op === 'callTool' && typeof step.name === 'string') return;
     if (step?.op === 'readResource' && typeof step.uri === 'string') return;
+    if (step?.op === 'listPrompts') return;
+    if (step?.op === 'getPrompt' && typeof step.name === 'string') return;
+    if (step?.op === 'complete' && step.ref && step.argument) return;
     throw new ScenarioError(`step ${i}: want {"op":"listTools"}, {"op":"callTool","name":...} or {"op":"readResource","uri":...}, got ${JSON.stringify(step)}`);
   });
   return scenario;
@@ -110,6 +113,18 @@ async function listAllTools(client) {
   return { tools, pages };
 }
 
+// listAllPrompts follows nextCursor: the prompts of every page, in order.
+async function listAllPrompts(client) {
+  const prompts = [];
+  let cursor;
+  do {
+    const page = await client.listPrompts(cursor === undefined ? undefined : { cursor });
+    prompts.push(...page.prompts);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return { prompts };
+}
+
 async function runStep(client, step) {
   try {
     let result;
@@ -118,6 +133,12 @@ async function runStep(client, step) {
       result = await listAllTools(client);
     } else if (step.op === 'readResource') {
       result = await client.readResource({ uri: step.uri });
+    } else if (step.op === 'listPrompts') {
+      result = await listAllPrompts(client);
+    } else if (step.op === 'getPrompt') {
+      result = await client.getPrompt({ name: step.name, arguments: step.arguments ?? {} });
+    } else if (step.op === 'complete') {
+      result = await client.complete({ ref: step.ref, argument: step.argument });
     } else {
       const options = { timeout: step.timeoutMs ?? 120000 };
       if (step.progress) {

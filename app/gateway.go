@@ -1,0 +1,403 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"troupe/actors"
+	"troupe/config"
+	"troupe/downstream"
+	"troupe/protocol"
+	"troupe/tools"
+)
+
+// The gateway: the prompts and completions of the downstream servers,
+// served to troupe's clients as the methods of actors' SessionOptions.Gateway
+// (tools named after the methods, run as calls: audited, measured, traced).
+// A prompt is named like its server's tools (prefix, separator, its own
+// name) and filtered by [prompts] allow and deny as [tools] filter tools.
+// prompts/list asks the servers page by page, in name order: its cursor
+// names the server and that server's own cursor, so nothing is listed
+// ahead of what the client asks for.
+
+// promptSource is what the gateway asks of one downstream server
+// (*downstream.Server).
+type promptSource interface {
+	ListPrompts(ctx context.Context, cursor string) (downstream.Page, error)
+	GetPrompt(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
+	Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+}
+
+// gatewayServer is one server as the gateway sees it: its name, the
+// prefix its names get ("" keeps its own) and how to reach it.
+type gatewayServer struct {
+	name, prefix string
+	src          promptSource
+}
+
+// expose is the name troupe's clients see for the server's name remote.
+func (s gatewayServer) expose(remote string) string { return s.prefix + remote }
+
+// owns says whether exposed could be one of the server's names, and which.
+func (s gatewayServer) owns(exposed string) (string, bool) {
+	if !strings.HasPrefix(exposed, s.prefix) || len(exposed) == len(s.prefix) {
+		return "", false
+	}
+	return exposed[len(s.prefix):], true
+}
+
+// maxKnownPrompts bounds the names the gateway remembers per server (to
+// route prompts/get and refuse collisions); a server that lists more is
+// still served, its further names found by asking.
+const maxKnownPrompts = 10000
+
+// gateway serves the gateway methods over the servers servers returns.
+type gateway struct {
+	servers func() []gatewayServer
+	policy  func() tools.Policy
+	log     *slog.Logger
+
+	mu sync.Mutex
+	// known are the exposed prompt names each server listed last (its
+	// first page starts it anew), for routing and collisions.
+	known map[string]map[string]bool
+}
+
+// gatewayServers are the running servers for the gateway, in name order.
+func (ds *downstreams) gatewayServers() []gatewayServer {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	out := make([]gatewayServer, 0, len(ds.running))
+	for _, name := range slices.Sorted(maps.Keys(ds.running)) {
+		r := ds.running[name]
+		prefix := ""
+		if r.opts.Prefix != "" {
+			prefix = r.opts.Prefix + r.opts.Separator
+		}
+		out = append(out, gatewayServer{name: name, prefix: prefix, src: r.d})
+	}
+	return out
+}
+
+// gatewayRegistry is the registry of the gateway's methods when cfg
+// configures a downstream server (nil otherwise: the methods are not
+// declared), over the servers of the running App.
+func (a *App) gatewayRegistry(cfg *config.Config) *tools.Registry {
+	if !cfg.Features.EnableMcpServerSurface || len(cfg.McpServers) == 0 {
+		return nil
+	}
+	g := &gateway{log: a.log, known: map[string]map[string]bool{},
+		servers: func() []gatewayServer {
+			a.mu.Lock()
+			r := a.run
+			a.mu.Unlock()
+			if r == nil {
+				return nil
+			}
+			return r.ds.gatewayServers()
+		},
+		policy: func() tools.Policy {
+			c := a.config()
+			return tools.Policy{Allow: c.Prompts.Allow, Deny: c.Prompts.Deny}
+		},
+	}
+	reg, err := tools.NewRegistry(
+		gatewayTool{protocol.MethodPromptsList, g.listPrompts},
+		gatewayTool{protocol.MethodPromptsGet, g.getPrompt},
+		gatewayTool{protocol.MethodCompletionComplete, g.complete},
+	)
+	if err != nil {
+		panic(err) // constant names and schemas: a bug
+	}
+	return reg
+}
+
+// gatewayTool is one gateway method as a tool.
+type gatewayTool struct {
+	method string
+	serve  func(ctx context.Context, params json.RawMessage) (any, error)
+}
+
+func (t gatewayTool) Spec() tools.Spec {
+	return tools.Spec{Name: actors.GatewayTool(t.method),
+		Description:     "Serves " + t.method + " from the downstream servers.",
+		InputSchema:     json.RawMessage(`{"type":"object"}`),
+		ServerValidates: true, SchemasFixed: true}
+}
+
+func (t gatewayTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
+	res, err := t.serve(ctx, req.Arguments)
+	if err != nil {
+		return gatewayError(err), nil
+	}
+	return &protocol.CallToolResult{StructuredContent: res}, nil
+}
+
+// gatewayError is the result that answers a gateway method with a
+// JSON-RPC error: a server's own error as it sent it, an unknown name as
+// invalid params, an unreachable server as internal error.
+func gatewayError(err error) *protocol.CallToolResult {
+	code, msg := int64(protocol.CodeInternalError), err.Error()
+	var data json.RawMessage
+	var rpc *downstream.RPCError
+	var te *tools.Error
+	switch {
+	case errors.As(err, &rpc):
+		code, msg, data = rpc.Code, rpc.Message, rpc.Data
+	case errors.As(err, &te) && te.Kind == tools.KindInvalidArgument:
+		code, msg = protocol.CodeInvalidParams, te.Message
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		msg = "the request was stopped before the server answered"
+	}
+	meta := map[string]string{"kind": string(tools.KindUnavailable), actors.GatewayErrorCode: strconv.FormatInt(code, 10)}
+	if len(data) > 0 && json.Valid(data) {
+		meta[actors.GatewayErrorData] = string(data)
+	}
+	return &protocol.CallToolResult{IsError: true,
+		Content: []protocol.Content{protocol.TextContent(msg)},
+		Meta:    map[string]any{protocol.MetaPrefix + "error": meta}}
+}
+
+// promptCursor is the opaque cursor of prompts/list: the server to ask
+// next and its own cursor.
+type promptCursor struct {
+	Server string `json:"s"`
+	Cursor string `json:"c,omitempty"`
+}
+
+// maxGatewayPages bounds the server pages one prompts/list reads while
+// they come back empty (filtered out, or servers without prompts).
+const maxGatewayPages = 20
+
+func (g *gateway) listPrompts(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "invalid params: %v", err)
+	}
+	servers := g.servers()
+	at, cur := 0, ""
+	if p.Cursor != nil {
+		var c promptCursor
+		b, err := base64.RawURLEncoding.DecodeString(*p.Cursor)
+		if err != nil || json.Unmarshal(b, &c) != nil {
+			return nil, tools.Errorf(tools.KindInvalidArgument, "unknown cursor")
+		}
+		at = slices.IndexFunc(servers, func(s gatewayServer) bool { return s.name >= c.Server })
+		if at < 0 {
+			at = len(servers)
+		}
+		if at < len(servers) && servers[at].name == c.Server {
+			cur = c.Cursor
+		}
+	}
+	policy := g.policy()
+	out := struct {
+		Prompts    []json.RawMessage `json:"prompts"`
+		NextCursor string            `json:"nextCursor,omitempty"`
+	}{Prompts: []json.RawMessage{}}
+	for range maxGatewayPages {
+		if at >= len(servers) {
+			return out, nil
+		}
+		s := servers[at]
+		page, err := s.src.ListPrompts(ctx, cur)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			// Not connected, or no prompts: its part of the list is empty.
+			g.log.Debug("prompts/list: server skipped", "server", s.name, "err", err)
+			page = downstream.Page{}
+		}
+		out.Prompts = append(out.Prompts, g.exposePrompts(servers[:at], s, cur == "", page.Items, policy)...)
+		if page.NextCursor != "" {
+			cur = page.NextCursor
+		} else {
+			at, cur = at+1, ""
+		}
+		if len(out.Prompts) > 0 {
+			break
+		}
+	}
+	if at < len(servers) {
+		b, _ := json.Marshal(promptCursor{Server: servers[at].name, Cursor: cur})
+		out.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return out, nil
+}
+
+// exposePrompts renames one page of s's prompts for troupe's clients,
+// leaving out those the policy hides and those an earlier server (in name
+// order) already offers under the same name, with a warning. first says
+// the page is s's first, which starts its known names anew.
+func (g *gateway) exposePrompts(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage, policy tools.Policy) []json.RawMessage {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if first || g.known[s.name] == nil {
+		g.known[s.name] = map[string]bool{}
+	}
+	known := g.known[s.name]
+	var out []json.RawMessage
+	for _, raw := range items {
+		var obj map[string]json.RawMessage
+		var name string
+		if json.Unmarshal(raw, &obj) != nil || json.Unmarshal(obj["name"], &name) != nil || name == "" {
+			g.log.Warn("downstream prompt left out: not a prompt", "server", s.name)
+			continue
+		}
+		exposed := s.expose(name)
+		if !policy.Visible(exposed) {
+			continue
+		}
+		if i := slices.IndexFunc(earlier, func(e gatewayServer) bool { return g.known[e.name][exposed] }); i >= 0 {
+			g.log.Warn("prompt name collision: the downstream prompt is left out", "prompt", exposed,
+				"kept", fmt.Sprintf("[mcp_servers.%q]", earlier[i].name), "dropped", fmt.Sprintf("[mcp_servers.%q]", s.name))
+			continue
+		}
+		if len(known) < maxKnownPrompts {
+			known[exposed] = true
+		}
+		if s.prefix != "" {
+			obj["name"], _ = json.Marshal(exposed)
+			b, err := json.Marshal(obj)
+			if err != nil {
+				continue
+			}
+			raw = b
+		}
+		out = append(out, raw)
+	}
+	return out
+}
+
+// route finds the server of an exposed prompt name: the first (in name
+// order) that listed it, else the candidates whose prefix it has, to be
+// asked in name order.
+func (g *gateway) route(exposed string) []gatewayServer {
+	var candidates []gatewayServer
+	servers := g.servers()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, s := range servers {
+		if _, ok := s.owns(exposed); !ok {
+			continue
+		}
+		if g.known[s.name][exposed] {
+			return []gatewayServer{s}
+		}
+		candidates = append(candidates, s)
+	}
+	return candidates
+}
+
+func (g *gateway) getPrompt(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "invalid params: %v", err)
+	}
+	if p.Name == "" {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "name is required")
+	}
+	if !g.policy().Visible(p.Name) {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "unknown prompt: %s", p.Name)
+	}
+	return g.ask(ctx, p.Name, "prompt", func(s gatewayServer, remote string) (json.RawMessage, error) {
+		return s.src.GetPrompt(ctx, remote, p.Arguments)
+	})
+}
+
+// ask asks the servers that may own exposed, in order, until one knows
+// it: a server that answers invalid params (unknown name) or is not
+// connected passes to the next.
+func (g *gateway) ask(ctx context.Context, exposed, what string, f func(gatewayServer, string) (json.RawMessage, error)) (any, error) {
+	var last error
+	for _, s := range g.route(exposed) {
+		remote, _ := s.owns(exposed)
+		res, err := f(s, remote)
+		if err == nil {
+			return res, nil
+		}
+		var rpc *downstream.RPCError
+		if ctx.Err() != nil || (errors.As(err, &rpc) && rpc.Code != protocol.CodeInvalidParams) {
+			return nil, err
+		}
+		last = err
+	}
+	var rpc *downstream.RPCError
+	if errors.As(last, &rpc) {
+		return nil, last
+	}
+	return nil, tools.Errorf(tools.KindInvalidArgument, "unknown %s: %s", what, exposed)
+}
+
+func (g *gateway) complete(ctx context.Context, params json.RawMessage) (any, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "invalid params: %v", err)
+	}
+	delete(p, "_meta")
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if err := json.Unmarshal(p["ref"], &ref); err != nil {
+		return nil, tools.Errorf(tools.KindInvalidArgument, "ref must be an object")
+	}
+	switch ref.Type {
+	case "ref/prompt":
+		if ref.Name == "" || !g.policy().Visible(ref.Name) {
+			return nil, tools.Errorf(tools.KindInvalidArgument, "unknown prompt: %s", ref.Name)
+		}
+		return g.ask(ctx, ref.Name, "prompt", func(s gatewayServer, remote string) (json.RawMessage, error) {
+			var r map[string]json.RawMessage
+			_ = json.Unmarshal(p["ref"], &r)
+			r["name"], _ = json.Marshal(remote)
+			q := maps.Clone(p)
+			q["ref"], _ = json.Marshal(r)
+			b, err := json.Marshal(q)
+			if err != nil {
+				return nil, err
+			}
+			return s.src.Complete(ctx, b)
+		})
+	case "ref/resource":
+		// Resource templates keep their servers' URIs: the servers are
+		// asked in name order until one completes it.
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		var last error
+		for _, s := range g.servers() {
+			res, err := s.src.Complete(ctx, b)
+			if err == nil {
+				return res, nil
+			}
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			last = err
+		}
+		var rpc *downstream.RPCError
+		if errors.As(last, &rpc) {
+			return nil, last
+		}
+		return nil, tools.Errorf(tools.KindInvalidArgument, "unknown resource template: %s", ref.URI)
+	}
+	return nil, tools.Errorf(tools.KindInvalidArgument, "ref.type must be ref/prompt or ref/resource")
+}
