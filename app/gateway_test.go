@@ -1,0 +1,147 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"troupe/downstream"
+	"troupe/protocol"
+	"troupe/tools"
+)
+
+// pagedPrompts is a promptSource whose prompts come pageSize at a time.
+type pagedPrompts struct {
+	names    []string
+	pageSize int
+	asked    []string // the names prompts/get was asked for
+}
+
+func (p *pagedPrompts) ListPrompts(_ context.Context, cursor string) (downstream.Page, error) {
+	from := 0
+	if cursor != "" {
+		fmt.Sscanf(cursor, "at%d", &from)
+	}
+	to := min(from+p.pageSize, len(p.names))
+	var page downstream.Page
+	for _, n := range p.names[from:to] {
+		page.Items = append(page.Items, json.RawMessage(`{"name":"`+n+`","description":"d"}`))
+	}
+	if to < len(p.names) {
+		page.NextCursor = fmt.Sprintf("at%d", to)
+	}
+	return page, nil
+}
+
+func (p *pagedPrompts) GetPrompt(_ context.Context, name string, _ json.RawMessage) (json.RawMessage, error) {
+	p.asked = append(p.asked, name)
+	if !slices.Contains(p.names, name) {
+		return nil, &downstream.RPCError{Code: protocol.CodeInvalidParams, Message: "no prompt " + name}
+	}
+	return json.RawMessage(`{"messages":[]}`), nil
+}
+
+func (p *pagedPrompts) Complete(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return nil, &downstream.RPCError{Code: protocol.CodeMethodNotFound, Message: "no completions"}
+}
+
+func testGateway(policy tools.Policy, servers ...gatewayServer) (*gateway, *bytes.Buffer) {
+	var logs bytes.Buffer
+	return &gateway{servers: func() []gatewayServer { return servers }, policy: func() tools.Policy { return policy },
+		log: slog.New(slog.NewTextHandler(&logs, nil)), known: map[string]map[string]bool{}}, &logs
+}
+
+// listAll follows prompts/list's cursors and returns the names in order
+// and how many pages it took.
+func listAll(t *testing.T, g *gateway) ([]string, int) {
+	t.Helper()
+	var names []string
+	var cursor *string
+	for pages := 1; pages < 100; pages++ {
+		params, _ := json.Marshal(map[string]any{"cursor": cursor})
+		res, err := g.listPrompts(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		var page struct {
+			Prompts []struct {
+				Name string `json:"name"`
+			} `json:"prompts"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range page.Prompts {
+			names = append(names, p.Name)
+		}
+		if page.NextCursor == "" {
+			return names, pages
+		}
+		cursor = &page.NextCursor
+	}
+	t.Fatal("prompts/list never ends")
+	return nil, 0
+}
+
+// TestGatewayPagesThroughTheServers: prompts/list goes through the servers
+// in name order, a page of troupe's for each of a server's pages, with the
+// servers' prefixes; a server without prompts adds no page.
+func TestGatewayPagesThroughTheServers(t *testing.T) {
+	a := &pagedPrompts{names: []string{"one", "two", "three"}, pageSize: 2}
+	b := &pagedPrompts{}
+	c := &pagedPrompts{names: []string{"four"}, pageSize: 2}
+	g, _ := testGateway(tools.Policy{Allow: []string{"*"}},
+		gatewayServer{name: "a", prefix: "a.", src: a}, gatewayServer{name: "b", prefix: "b.", src: b},
+		gatewayServer{name: "c", prefix: "", src: c})
+	names, pages := listAll(t, g)
+	if want := []string{"a.one", "a.two", "a.three", "four"}; !slices.Equal(names, want) || pages != 3 {
+		t.Errorf("listed %q in %d pages, want %q in 3", names, pages, want)
+	}
+	if _, err := g.getPrompt(context.Background(), json.RawMessage(`{"name":"a.two"}`)); err != nil {
+		t.Errorf("a.two: %v", err)
+	}
+	if _, err := g.getPrompt(context.Background(), json.RawMessage(`{"name":"four"}`)); err != nil {
+		t.Errorf("four: %v", err)
+	}
+	if !slices.Equal(a.asked, []string{"two"}) || !slices.Equal(c.asked, []string{"four"}) {
+		t.Errorf("asked a for %q and c for %q", a.asked, c.asked)
+	}
+	if _, err := g.listPrompts(context.Background(), json.RawMessage(`{"cursor":"bogus"}`)); err == nil ||
+		!strings.Contains(err.Error(), "unknown cursor") {
+		t.Errorf("a bad cursor: %v", err)
+	}
+}
+
+// TestGatewayCollisionsAndPolicy: of two servers offering the same name,
+// the first in name order keeps it (with a warning naming both), and
+// [prompts] deny hides prompts from lists and from prompts/get.
+func TestGatewayCollisionsAndPolicy(t *testing.T) {
+	a := &pagedPrompts{names: []string{"same", "hidden"}, pageSize: 10}
+	b := &pagedPrompts{names: []string{"same", "own"}, pageSize: 10}
+	g, logs := testGateway(tools.Policy{Allow: []string{"*"}, Deny: []string{"hidden"}},
+		gatewayServer{name: "a", src: a}, gatewayServer{name: "b", src: b})
+	names, _ := listAll(t, g)
+	if want := []string{"same", "own"}; !slices.Equal(names, want) {
+		t.Errorf("listed %q, want %q", names, want)
+	}
+	if !strings.Contains(logs.String(), `prompt name collision`) || !strings.Contains(logs.String(), `dropped="[mcp_servers.\"b\"]"`) {
+		t.Errorf("no warning naming both servers:\n%s", logs)
+	}
+	if _, err := g.getPrompt(context.Background(), json.RawMessage(`{"name":"same"}`)); err != nil || len(b.asked) != 0 {
+		t.Errorf("same: %v; b asked %q", err, b.asked)
+	}
+	if _, err := g.getPrompt(context.Background(), json.RawMessage(`{"name":"own"}`)); err != nil {
+		t.Errorf("own: %v", err)
+	}
+	_, err := g.getPrompt(context.Background(), json.RawMessage(`{"name":"hidden"}`))
+	if te, ok := tools.AsError(err); !ok || te.Kind != tools.KindInvalidArgument {
+		t.Errorf("a denied prompt: %v, want invalid argument", err)
+	}
+}
