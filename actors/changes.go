@@ -177,6 +177,9 @@ func (c *subscribing) apply(s *session, _ actor.Context, req *transport.Request)
 	if c.sub.tools {
 		ack["toolsListChanged"] = true
 	}
+	if c.sub.prompts {
+		ack["promptsListChanged"] = true
+	}
 	if s.subs == nil {
 		s.subs = map[jsonrpc2.ID]subscription{}
 	}

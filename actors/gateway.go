@@ -73,3 +73,33 @@ func gatewayCode(data map[string]string) (int64, bool) {
 // GatewayTool is the name of the Gateway tool that serves method
 // (tool names cannot hold "/": prompts/get is prompts.get).
 func GatewayTool(method string) string { return strings.ReplaceAll(method, "/", ".") }
+
+// promptsChanged says a downstream server's prompt list changed: sent by
+// Host.PromptsChanged to the server actor, which passes it to every
+// session; each tells its client (promptsChanged).
+type promptsChanged struct{}
+
+// PromptsChanged tells every session that the prompts the Gateway serves
+// changed (a downstream server sent notifications/prompts/list_changed, or
+// connected or went away).
+func (h *Host) PromptsChanged() {
+	h.system.Root.Send(h.server, &promptsChanged{})
+}
+
+// promptsChanged sends notifications/prompts/list_changed to an
+// initialized session's client and to each subscription that asked for
+// prompts list changes.
+func (s *session) promptsChanged() {
+	if s.opts.Gateway == nil {
+		return
+	}
+	if s.version != "" {
+		s.notify(protocol.NotificationPromptsListChanged, nil, nil)
+	}
+	for id, sub := range s.subs {
+		if sub.prompts {
+			s.notify(protocol.NotificationPromptsListChanged,
+				map[string]any{"_meta": map[string]any{protocol.MetaSubscriptionID: id}}, &id)
+		}
+	}
+}

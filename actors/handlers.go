@@ -299,11 +299,13 @@ func discover(v SessionView, req *transport.Request) (any, error) {
 }
 
 // listen opens a subscription (subscribing): troupe offers tools list
-// changes only (it has no prompts, and its resources are calls' outputs,
-// which do not change).
-func listen(_ SessionView, req *transport.Request) (any, error) {
+// changes, and prompts list changes when it has a gateway (its own
+// resources are calls' outputs, which do not change).
+func listen(v SessionView, req *transport.Request) (any, error) {
 	p := req.Params.(*listenParams)
-	return &subscribing{sub: subscription{tools: p.Notifications != nil && p.Notifications.ToolsListChanged}}, nil
+	n := p.Notifications
+	return &subscribing{sub: subscription{tools: n != nil && n.ToolsListChanged,
+		prompts: n != nil && n.PromptsListChanged && v.Options().Gateway != nil}}, nil
 }
 
 // cancelled reads notifications/cancelled: the session ends the

@@ -228,6 +228,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.drain(ctx, msg.Grace)
 	case *registryChanged:
 		s.toolsChanged(msg.registry)
+	case *promptsChanged:
+		s.promptsChanged()
 	case *drainDeadline:
 		s.stopRemaining(ctx)
 	case *actor.Terminated:

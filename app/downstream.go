@@ -158,7 +158,7 @@ func (ds *downstreams) apply(cfg *config.Config) {
 			continue
 		}
 		ds.running[name] = &runningServer{cfg: s, opts: exposure(cfg, name, s), d: ds.host.StartDownstream(downstream.Spec{
-			Config: ccfg, StartupTimeout: startupTimeout(s), Changed: ds.changed,
+			Config: ccfg, StartupTimeout: startupTimeout(s), Changed: ds.changed, PromptsChanged: ds.host.PromptsChanged,
 		})}
 	}
 }

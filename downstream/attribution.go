@@ -250,6 +250,10 @@ func (c *Client) notification(method string, params json.RawMessage, f *flight) 
 		if c.h.ToolsChanged != nil {
 			c.h.ToolsChanged()
 		}
+	case protocol.NotificationPromptsListChanged:
+		if c.h.PromptsChanged != nil {
+			c.h.PromptsChanged()
+		}
 	case protocol.NotificationCancelled:
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`

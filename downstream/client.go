@@ -101,6 +101,9 @@ type Handlers struct {
 	// goroutine of the client that reads the server's messages: it must
 	// not block (send yourself a message and re-list later).
 	ToolsChanged func()
+	// PromptsChanged is called on notifications/prompts/list_changed,
+	// like ToolsChanged.
+	PromptsChanged func()
 }
 
 // Observer receives what the downstream server sends during one CallTool.
@@ -178,7 +181,9 @@ type Client struct {
 	era         protocol.Era
 	clientInfo  protocol.Implementation
 	toolsChange bool // a modern server announced tools list changes
-	parkTimeout time.Duration
+	// promptsChange: a modern server announced prompts list changes.
+	promptsChange bool
+	parkTimeout   time.Duration
 
 	nextID atomic.Int64
 
@@ -274,7 +279,7 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 		return nil, fmt.Errorf("upstream %q: connecting: %w", c.name, err)
 	}
 	if c.era == protocol.EraStateless {
-		if c.toolsChange && h.ToolsChanged != nil {
+		if c.toolsChange && h.ToolsChanged != nil || c.promptsChange && h.PromptsChanged != nil {
 			c.spawn(c.listen)
 		}
 	} else {

@@ -204,6 +204,9 @@ func (f *fake) handle(m fakeMsg) {
 	case "tools/call":
 		f.call(m)
 	case "prompts/list":
+		if strings.Contains(string(m.Params), `"changed"`) {
+			f.notify("notifications/prompts/list_changed", nil)
+		}
 		if strings.Contains(string(m.Params), `"p2"`) {
 			f.reply(m.ID, `{"prompts":[`+rawPrompts[1]+`]}`)
 		} else {

@@ -46,3 +46,20 @@ func TestStdioPromptsAndCompletions(t *testing.T) {
 		t.Errorf("completion/complete sent %s, want %s", got, want)
 	}
 }
+
+// TestStdioPromptsChanged: notifications/prompts/list_changed reaches
+// Handlers.PromptsChanged.
+func TestStdioPromptsChanged(t *testing.T) {
+	changed := make(chan struct{}, 1)
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{PromptsChanged: func() { changed <- struct{}{} }})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.ListPrompts(ctx, "changed"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("PromptsChanged was not called")
+	}
+}
