@@ -212,7 +212,11 @@ func (f *fake) handle(m fakeMsg) {
 		} else {
 			f.reply(m.ID, `{"prompts":[`+rawPrompts[0]+`],"nextCursor":"p2"}`)
 		}
-	case "prompts/get", "completion/complete":
+	case "resources/list":
+		f.reply(m.ID, `{"resources":[{"uri":"test://a","name":"a"}]}`)
+	case "resources/templates/list":
+		f.reply(m.ID, `{"resourceTemplates":[{"uriTemplate":"test://t/{x}","name":"t"}]}`)
+	case "prompts/get", "completion/complete", "resources/read":
 		// The params come back, so the test sees what was sent.
 		f.reply(m.ID, `{"sent":`+string(m.Params)+`}`)
 	default:

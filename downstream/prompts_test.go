@@ -63,3 +63,23 @@ func TestStdioPromptsChanged(t *testing.T) {
 		t.Fatal("PromptsChanged was not called")
 	}
 }
+
+// TestStdioResources: resources and templates come as the server sent
+// them, and resources/read sends the URI.
+func TestStdioResources(t *testing.T) {
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := c.ListResources(ctx, "")
+	if err != nil || len(list.Items) != 1 || string(list.Items[0]) != `{"uri":"test://a","name":"a"}` {
+		t.Fatalf("resources/list: %+v, %v", list, err)
+	}
+	templates, err := c.ListResourceTemplates(ctx, "")
+	if err != nil || len(templates.Items) != 1 || string(templates.Items[0]) != `{"uriTemplate":"test://t/{x}","name":"t"}` {
+		t.Fatalf("resources/templates/list: %+v, %v", templates, err)
+	}
+	got, err := c.ReadResource(ctx, "test://a")
+	if err != nil || string(got) != `{"sent":{"uri":"test://a"}}` {
+		t.Fatalf("resources/read sent %s, %v", got, err)
+	}
+}
