@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -102,4 +103,44 @@ func (s *session) promptsChanged() {
 				map[string]any{"_meta": map[string]any{protocol.MetaSubscriptionID: id}}, &id)
 		}
 	}
+}
+
+// gatewayFor is the Gateway when it serves method, else nil.
+func gatewayFor(v SessionView, method string) *tools.Registry {
+	reg := v.Options().Gateway
+	if reg == nil {
+		return nil
+	}
+	if _, ok := reg.Lookup(GatewayTool(method)); !ok {
+		return nil
+	}
+	return reg
+}
+
+// hasCursor says the list request names a cursor: a page after the first.
+func hasCursor(req *transport.Request) bool {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	_ = json.Unmarshal(req.RawParams(), &p)
+	return p.Cursor != nil
+}
+
+// gatewayList starts the Gateway's merged list for req with troupe's own
+// entries (own, on the first page) before the servers'; the arguments are
+// made here, so a client cannot pass entries of its own.
+func gatewayList(req *transport.Request, reg *tools.Registry, own any) (any, error) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if raw := req.RawParams(); len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, invalidParams(req.Method + ": " + describeJSONError(err))
+		}
+	}
+	args, err := json.Marshal(map[string]any{"cursor": p.Cursor, "own": own})
+	if err != nil {
+		return nil, err
+	}
+	return &startingCall{tool: GatewayTool(req.Method), args: args, registry: reg, method: true}, nil
 }

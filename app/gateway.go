@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ type promptSource interface {
 	ListPrompts(ctx context.Context, cursor string) (downstream.Page, error)
 	GetPrompt(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
 	Complete(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	ListResources(ctx context.Context, cursor string) (downstream.Page, error)
+	ListResourceTemplates(ctx context.Context, cursor string) (downstream.Page, error)
+	ReadResource(ctx context.Context, uri string) (json.RawMessage, error)
 }
 
 // gatewayServer is one server as the gateway sees it: its name, the
@@ -68,8 +72,11 @@ type gateway struct {
 
 	mu sync.Mutex
 	// known are the exposed prompt names each server listed last (its
-	// first page starts it anew), for routing and collisions.
-	known map[string]map[string]bool
+	// first page starts it anew), for routing and collisions; uris and
+	// templates the same for its resources' URIs and its templates.
+	known     map[string]map[string]bool
+	uris      map[string]map[string]bool
+	templates map[string]map[string]*regexp.Regexp
 }
 
 // gatewayServers are the running servers for the gateway, in name order.
@@ -96,6 +103,7 @@ func (a *App) gatewayRegistry(cfg *config.Config) *tools.Registry {
 		return nil
 	}
 	g := &gateway{log: a.log, known: map[string]map[string]bool{},
+		uris: map[string]map[string]bool{}, templates: map[string]map[string]*regexp.Regexp{},
 		servers: func() []gatewayServer {
 			a.mu.Lock()
 			r := a.run
@@ -114,6 +122,9 @@ func (a *App) gatewayRegistry(cfg *config.Config) *tools.Registry {
 		gatewayTool{protocol.MethodPromptsList, g.listPrompts},
 		gatewayTool{protocol.MethodPromptsGet, g.getPrompt},
 		gatewayTool{protocol.MethodCompletionComplete, g.complete},
+		gatewayTool{protocol.MethodResourcesList, g.listResources},
+		gatewayTool{protocol.MethodResourcesTemplatesList, g.listTemplates},
+		gatewayTool{protocol.MethodResourcesRead, g.readResource},
 	)
 	if err != nil {
 		panic(err) // constant names and schemas: a bug
@@ -167,28 +178,46 @@ func gatewayError(err error) *protocol.CallToolResult {
 		Meta:    map[string]any{protocol.MetaPrefix + "error": meta}}
 }
 
-// promptCursor is the opaque cursor of prompts/list: the server to ask
+// listCursor is the opaque cursor of a merged list: the server to ask
 // next and its own cursor.
-type promptCursor struct {
+type listCursor struct {
 	Server string `json:"s"`
 	Cursor string `json:"c,omitempty"`
 }
 
-// maxGatewayPages bounds the server pages one prompts/list reads while
-// they come back empty (filtered out, or servers without prompts).
+// maxGatewayPages bounds the server pages one merged list request reads
+// while they come back empty (filtered out, or servers without any).
 const maxGatewayPages = 20
 
-func (g *gateway) listPrompts(ctx context.Context, params json.RawMessage) (any, error) {
-	var p struct {
-		Cursor *string `json:"cursor"`
-	}
+// mergedList is one kind of list merged over the servers.
+type mergedList struct {
+	key  string // the member that holds the entries
+	list func(s gatewayServer, ctx context.Context, cursor string) (downstream.Page, error)
+	// expose makes a page of s's entries what troupe's clients see.
+	expose func(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage
+}
+
+// listArgs are the arguments of a merged list's tool: the client's
+// cursor, and troupe's own entries (actors adds them to a first page).
+type listArgs struct {
+	Cursor *string           `json:"cursor"`
+	Own    []json.RawMessage `json:"own"`
+}
+
+// mergedPage is one page of a merged list: troupe's own entries (first
+// page only), then the servers' in name order, each page of a server's
+// one page of troupe's. The cache hint is the smallest TTL of the parts
+// and private when any part is (the session marks the result private
+// anyway: a caller's own entries are in it).
+func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m mergedList) (any, error) {
+	var p listArgs
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "invalid params: %v", err)
 	}
 	servers := g.servers()
 	at, cur := 0, ""
 	if p.Cursor != nil {
-		var c promptCursor
+		var c listCursor
 		b, err := base64.RawURLEncoding.DecodeString(*p.Cursor)
 		if err != nil || json.Unmarshal(b, &c) != nil {
 			return nil, tools.Errorf(tools.KindInvalidArgument, "unknown cursor")
@@ -201,40 +230,48 @@ func (g *gateway) listPrompts(ctx context.Context, params json.RawMessage) (any,
 			cur = c.Cursor
 		}
 	}
-	policy := g.policy()
-	out := struct {
-		Prompts    []json.RawMessage `json:"prompts"`
-		NextCursor string            `json:"nextCursor,omitempty"`
-	}{Prompts: []json.RawMessage{}}
+	items := append([]json.RawMessage{}, p.Own...)
 	for range maxGatewayPages {
 		if at >= len(servers) {
-			return out, nil
+			break
 		}
 		s := servers[at]
-		page, err := s.src.ListPrompts(ctx, cur)
+		page, err := m.list(s, ctx, cur)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
 			}
-			// Not connected, or no prompts: its part of the list is empty.
-			g.log.Debug("prompts/list: server skipped", "server", s.name, "err", err)
+			// Not connected, or none of these: its part is empty.
+			g.log.Debug(m.key+": server skipped", "server", s.name, "err", err)
 			page = downstream.Page{}
 		}
-		out.Prompts = append(out.Prompts, g.exposePrompts(servers[:at], s, cur == "", page.Items, policy)...)
+		items = append(items, m.expose(servers[:at], s, cur == "", page.Items)...)
 		if page.NextCursor != "" {
 			cur = page.NextCursor
 		} else {
 			at, cur = at+1, ""
 		}
-		if len(out.Prompts) > 0 {
+		if len(items) > 0 {
 			break
 		}
 	}
+	out := map[string]any{m.key: items}
 	if at < len(servers) {
-		b, _ := json.Marshal(promptCursor{Server: servers[at].name, Cursor: cur})
-		out.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+		b, _ := json.Marshal(listCursor{Server: servers[at].name, Cursor: cur})
+		out["nextCursor"] = base64.RawURLEncoding.EncodeToString(b)
 	}
 	return out, nil
+}
+
+func (g *gateway) listPrompts(ctx context.Context, params json.RawMessage) (any, error) {
+	policy := g.policy()
+	return g.mergedPage(ctx, params, mergedList{key: "prompts",
+		list: func(s gatewayServer, ctx context.Context, cursor string) (downstream.Page, error) {
+			return s.src.ListPrompts(ctx, cursor)
+		},
+		expose: func(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage {
+			return g.exposePrompts(earlier, s, first, items, policy)
+		}})
 }
 
 // exposePrompts renames one page of s's prompts for troupe's clients,
@@ -376,14 +413,15 @@ func (g *gateway) complete(ctx context.Context, params json.RawMessage) (any, er
 			return s.src.Complete(ctx, b)
 		})
 	case "ref/resource":
-		// Resource templates keep their servers' URIs: the servers are
-		// asked in name order until one completes it.
+		// Resource templates keep their servers' URIs: the server that
+		// listed the template is asked, else the servers in name order
+		// until one completes it.
 		b, err := json.Marshal(p)
 		if err != nil {
 			return nil, err
 		}
 		var last error
-		for _, s := range g.servers() {
+		for _, s := range g.templateRoute(ref.URI) {
 			res, err := s.src.Complete(ctx, b)
 			if err == nil {
 				return res, nil
@@ -400,4 +438,18 @@ func (g *gateway) complete(ctx context.Context, params json.RawMessage) (any, er
 		return nil, tools.Errorf(tools.KindInvalidArgument, "unknown resource template: %s", ref.URI)
 	}
 	return nil, tools.Errorf(tools.KindInvalidArgument, "ref.type must be ref/prompt or ref/resource")
+}
+
+// templateRoute is the servers to ask about template tmpl: the first that
+// listed it, else all in name order.
+func (g *gateway) templateRoute(tmpl string) []gatewayServer {
+	servers := g.servers()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, s := range servers {
+		if _, ok := g.templates[s.name][tmpl]; ok {
+			return []gatewayServer{s}
+		}
+	}
+	return servers
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -50,10 +52,23 @@ func (p *pagedPrompts) Complete(context.Context, json.RawMessage) (json.RawMessa
 	return nil, &downstream.RPCError{Code: protocol.CodeMethodNotFound, Message: "no completions"}
 }
 
+func (p *pagedPrompts) ListResources(context.Context, string) (downstream.Page, error) {
+	return downstream.Page{}, nil
+}
+
+func (p *pagedPrompts) ListResourceTemplates(context.Context, string) (downstream.Page, error) {
+	return downstream.Page{}, nil
+}
+
+func (p *pagedPrompts) ReadResource(context.Context, string) (json.RawMessage, error) {
+	return nil, &downstream.RPCError{Code: protocol.CodeResourceNotFound, Message: "no"}
+}
+
 func testGateway(policy tools.Policy, servers ...gatewayServer) (*gateway, *bytes.Buffer) {
 	var logs bytes.Buffer
 	return &gateway{servers: func() []gatewayServer { return servers }, policy: func() tools.Policy { return policy },
-		log: slog.New(slog.NewTextHandler(&logs, nil)), known: map[string]map[string]bool{}}, &logs
+		log: slog.New(slog.NewTextHandler(&logs, nil)), known: map[string]map[string]bool{},
+		uris: map[string]map[string]bool{}, templates: map[string]map[string]*regexp.Regexp{}}, &logs
 }
 
 // listAll follows prompts/list's cursors and returns the names in order
@@ -143,5 +158,110 @@ func TestGatewayCollisionsAndPolicy(t *testing.T) {
 	_, err := g.getPrompt(context.Background(), json.RawMessage(`{"name":"hidden"}`))
 	if te, ok := tools.AsError(err); !ok || te.Kind != tools.KindInvalidArgument {
 		t.Errorf("a denied prompt: %v, want invalid argument", err)
+	}
+}
+
+// TestTemplatePattern: a URI template matches the URIs it expands to.
+func TestTemplatePattern(t *testing.T) {
+	for _, c := range []struct {
+		tmpl, uri string
+		match     bool
+	}{
+		{"demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/text/3", true},
+		{"demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/text/3/more", false},
+		{"demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/blob/3", false},
+		{"file:///{+path}", "file:///a/b/c.txt", true},
+		{"troupe://output/{id}/{stream}{?offset,length}", "troupe://output/c1/stdout?offset=4", true},
+		{"troupe://output/{id}/{stream}{?offset,length}", "troupe://output/c1/stdout", true},
+		{"a.b://x/{y}", "aXb://x/1", false},
+	} {
+		re := templatePattern(c.tmpl)
+		if re == nil || re.MatchString(c.uri) != c.match {
+			t.Errorf("%s against %s: want match %v", c.tmpl, c.uri, c.match)
+		}
+	}
+}
+
+// resourceServer serves fixed resources and templates, and reads only its
+// own URIs.
+type resourceServer struct {
+	pagedPrompts
+	uris, templates []string
+	reads           []string
+}
+
+func (r *resourceServer) ListResources(context.Context, string) (downstream.Page, error) {
+	var p downstream.Page
+	for _, u := range r.uris {
+		p.Items = append(p.Items, json.RawMessage(`{"uri":"`+u+`","name":"n"}`))
+	}
+	return p, nil
+}
+
+func (r *resourceServer) ListResourceTemplates(context.Context, string) (downstream.Page, error) {
+	var p downstream.Page
+	for _, u := range r.templates {
+		p.Items = append(p.Items, json.RawMessage(`{"uriTemplate":"`+u+`","name":"n"}`))
+	}
+	return p, nil
+}
+
+func (r *resourceServer) ReadResource(_ context.Context, uri string) (json.RawMessage, error) {
+	r.reads = append(r.reads, uri)
+	return nil, &downstream.RPCError{Code: protocol.CodeResourceNotFound, Message: "not here"}
+}
+
+// TestGatewayResourceRouting: a read goes to the server that listed the
+// URI (the first, of two, with a warning), else to those whose template
+// matches first; nobody's URI is -32002, or -32602 for a 2026-07-28
+// client.
+func TestGatewayResourceRouting(t *testing.T) {
+	a := &resourceServer{uris: []string{"x://same"}}
+	b := &resourceServer{uris: []string{"x://same", "x://b"}, templates: []string{"y://b/{id}"}}
+	g, logs := testGateway(tools.Policy{Allow: []string{"*"}}, gatewayServer{name: "a", src: a}, gatewayServer{name: "b", src: b})
+	ctx := context.Background()
+	res, err := g.listResources(ctx, json.RawMessage(`{"own":[{"uri":"troupe://output/1/stdout","name":"o"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(res); !strings.Contains(string(got), `"resources":[{"uri":"troupe://output/1/stdout","name":"o"},{"uri":"x://same","name":"n"}]`) {
+		t.Errorf("first page: %s", got)
+	}
+	for range 2 { // a's page, then b's
+		res, _ := json.Marshal(res)
+		var page struct{ NextCursor string }
+		_ = json.Unmarshal(res, &page)
+		if page.NextCursor == "" {
+			break
+		}
+		args, _ := json.Marshal(map[string]string{"cursor": page.NextCursor})
+		if _, err := g.listResources(ctx, args); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(logs.String(), "resource URI collision") {
+		t.Errorf("no collision warning:\n%s", logs)
+	}
+	if _, err := g.listTemplates(ctx, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	read := func(uri string, stateless bool) error {
+		args, _ := json.Marshal(readArgs{URI: uri, Stateless: stateless})
+		_, err := g.readResource(ctx, args)
+		return err
+	}
+	_ = read("x://same", false)
+	_ = read("y://b/7", false)
+	// x://same is a's alone; y://b/7 is b's template, so b is asked first
+	// (then a, since b had no such resource).
+	if a.reads[0] != "x://same" || slices.Contains(b.reads, "x://same") || !slices.Equal(b.reads, []string{"y://b/7"}) {
+		t.Errorf("a read %q, b read %q", a.reads, b.reads)
+	}
+	var rpc *downstream.RPCError
+	if err := read("z://none", false); !errors.As(err, &rpc) || rpc.Code != protocol.CodeResourceNotFound {
+		t.Errorf("nobody's URI: %v, want -32002", err)
+	}
+	if err := read("z://none", true); !errors.As(err, &rpc) || rpc.Code != protocol.CodeInvalidParams {
+		t.Errorf("nobody's URI in 2026-07-28: %v, want -32602", err)
 	}
 }

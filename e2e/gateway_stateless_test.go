@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -80,6 +81,23 @@ func TestGatewayPromptsStateless(t *testing.T) {
 	s.send(modernRequest("5", "completion/complete", `"ref":{"type":"ref/nothing"},"argument":{"name":"a","value":""}`))
 	if code, _ := errorCode(t, s.recv()); code != -32602 {
 		t.Errorf("a bad ref: code %v, want -32602", code)
+	}
+
+	// Resources: the server's, read through troupe; a URI nobody has is
+	// -32602 in this era.
+	s.send(modernRequest("6", "resources/list", ""))
+	listed, _ := json.Marshal(checkModernResult(t, "resources/list", s.recv()))
+	if !strings.Contains(string(listed), `"uri":"demo://resource/static/document/architecture.md"`) {
+		t.Errorf("resources/list lacks the server's resources: %s", listed)
+	}
+	s.send(modernRequest("7", "resources/read", `"uri":"demo://resource/static/document/architecture.md"`))
+	read := checkModernResult(t, "resources/read", s.recv())
+	if c, _ := read["contents"].([]any); len(c) != 1 || c[0].(map[string]any)["text"] == "" {
+		t.Errorf("resources/read: %v", read)
+	}
+	s.send(modernRequest("8", "resources/read", `"uri":"demo://nowhere/1"`))
+	if code, _ := errorCode(t, s.recv()); code != -32602 {
+		t.Errorf("reading a URI nobody has: code %v, want -32602", code)
 	}
 
 	// A handshake session on the same process sees the same capabilities.
