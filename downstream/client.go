@@ -104,6 +104,9 @@ type Handlers struct {
 	// PromptsChanged is called on notifications/prompts/list_changed,
 	// like ToolsChanged.
 	PromptsChanged func()
+	// ResourceUpdated is called on notifications/resources/updated with
+	// its params as sent, like ToolsChanged.
+	ResourceUpdated func(params json.RawMessage)
 }
 
 // Observer receives what the downstream server sends during one CallTool.

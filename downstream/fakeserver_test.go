@@ -216,6 +216,15 @@ func (f *fake) handle(m fakeMsg) {
 		f.reply(m.ID, `{"resources":[{"uri":"test://a","name":"a"}]}`)
 	case "resources/templates/list":
 		f.reply(m.ID, `{"resourceTemplates":[{"uriTemplate":"test://t/{x}","name":"t"}]}`)
+	case "resources/subscribe":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		f.reply(m.ID, `{}`)
+		f.notify("notifications/resources/updated", map[string]string{"uri": p.URI})
+	case "resources/unsubscribe":
+		f.reply(m.ID, `{}`)
 	case "prompts/get", "completion/complete", "resources/read":
 		// The params come back, so the test sees what was sent.
 		f.reply(m.ID, `{"sent":`+string(m.Params)+`}`)

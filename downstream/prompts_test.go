@@ -83,3 +83,26 @@ func TestStdioResources(t *testing.T) {
 		t.Fatalf("resources/read sent %s, %v", got, err)
 	}
 }
+
+// TestStdioResourceSubscription: Subscribe reaches the server, whose
+// notifications/resources/updated reaches Handlers.ResourceUpdated.
+func TestStdioResourceSubscription(t *testing.T) {
+	updated := make(chan string, 1)
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{ResourceUpdated: func(p json.RawMessage) { updated <- string(p) }})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Subscribe(ctx, "test://a"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-updated:
+		if p != `{"uri":"test://a"}` {
+			t.Errorf("updated: %s", p)
+		}
+	case <-ctx.Done():
+		t.Fatal("ResourceUpdated was not called")
+	}
+	if err := c.Unsubscribe(ctx, "test://a"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -58,3 +58,36 @@ func (d *Server) ReadResource(ctx context.Context, uri string) (json.RawMessage,
 	}
 	return c.ReadResource(ctx, uri)
 }
+
+// Subscribe asks the server for notifications/resources/updated of uri
+// (Handlers.ResourceUpdated receives them).
+func (c *Client) Subscribe(ctx context.Context, uri string) error {
+	params, _ := json.Marshal(map[string]string{"uri": uri})
+	_, err := c.forward(ctx, "resources/subscribe", params)
+	return err
+}
+
+// Unsubscribe ends a subscription Subscribe made.
+func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
+	params, _ := json.Marshal(map[string]string{"uri": uri})
+	_, err := c.forward(ctx, "resources/unsubscribe", params)
+	return err
+}
+
+// Subscribe asks the server's current connection (Client.Subscribe).
+func (d *Server) Subscribe(ctx context.Context, uri string) error {
+	c, err := d.conn()
+	if err != nil {
+		return err
+	}
+	return c.Subscribe(ctx, uri)
+}
+
+// Unsubscribe asks the server's current connection (Client.Unsubscribe).
+func (d *Server) Unsubscribe(ctx context.Context, uri string) error {
+	c, err := d.conn()
+	if err != nil {
+		return err
+	}
+	return c.Unsubscribe(ctx, uri)
+}

@@ -38,6 +38,14 @@ type Spec struct {
 	// block) when the server says its prompt list changed, and when it
 	// connects (its prompts may be new).
 	PromptsChanged func()
+	// Connected, when set, is called (from the actor; it must not block)
+	// each time the server has connected: what was asked of the last
+	// connection (resource subscriptions) is to be asked again.
+	Connected func()
+	// ResourceUpdated, when set, receives the params of the server's
+	// notifications/resources/updated (from a goroutine; it must not
+	// block).
+	ResourceUpdated func(params json.RawMessage)
 }
 
 // Runtime is what the supervising actors run on. Their owner (troupe's
@@ -309,6 +317,7 @@ func (dc *supervisor) goWork(f func()) {
 func (dc *supervisor) dial(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	cfg, timeout, base, notified, prompts := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx, &dc.notified, dc.spec.PromptsChanged
+	updated := dc.spec.ResourceUpdated
 	dc.handle.publish(nil, StateConnecting, dc.lastErr, nil, false)
 	dc.goWork(func() {
 		dctx, cancel := context.WithTimeout(base, timeout)
@@ -319,7 +328,8 @@ func (dc *supervisor) dial(ctx actor.Context) {
 					root.Send(self, &relist{})
 				}
 			},
-			PromptsChanged: prompts,
+			PromptsChanged:  prompts,
+			ResourceUpdated: updated,
 		})
 		var list []json.RawMessage
 		if err == nil {
@@ -346,6 +356,9 @@ func (dc *supervisor) onDialed(ctx actor.Context, msg *dialed) {
 		"protocol", msg.client.ProtocolVersion(), "tools", len(msg.tools))
 	dc.setTools(msg.tools)
 	if f := dc.spec.PromptsChanged; f != nil {
+		f()
+	}
+	if f := dc.spec.Connected; f != nil {
 		f()
 	}
 	// A list_changed that came while the dial listed may not be in

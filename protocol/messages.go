@@ -20,6 +20,8 @@ const (
 	MethodPromptsList            = "prompts/list"
 	MethodPromptsGet             = "prompts/get"
 	MethodCompletionComplete     = "completion/complete"
+	MethodResourcesSubscribe     = "resources/subscribe"
+	MethodResourcesUnsubscribe   = "resources/unsubscribe"
 
 	NotificationInitialized      = "notifications/initialized"
 	NotificationCancelled        = "notifications/cancelled"
@@ -28,6 +30,9 @@ const (
 	NotificationToolsListChanged = "notifications/tools/list_changed"
 	// NotificationPromptsListChanged is relayed from downstream servers.
 	NotificationPromptsListChanged = "notifications/prompts/list_changed"
+	// NotificationResourcesUpdated is relayed from downstream servers to
+	// the sessions subscribed to the resource.
+	NotificationResourcesUpdated = "notifications/resources/updated"
 )
 
 // MetaPrefix namespaces every _meta key troupe adds (reverse-DNS form, as the
