@@ -48,8 +48,9 @@ func gatewayCall(v SessionView, req *transport.Request) (any, error) {
 }
 
 // gatewayCapabilities adds to caps what the Gateway serves: prompts (whose
-// list may change as servers come and go) and completions.
-func gatewayCapabilities(reg *tools.Registry, caps *protocol.ServerCapabilities) {
+// list may change as servers come and go), completions and, in the
+// handshake era (stateless: server/discover), resource subscriptions.
+func gatewayCapabilities(reg *tools.Registry, caps *protocol.ServerCapabilities, stateless bool) {
 	if reg == nil {
 		return
 	}
@@ -58,6 +59,9 @@ func gatewayCapabilities(reg *tools.Registry, caps *protocol.ServerCapabilities)
 	}
 	if _, ok := reg.Lookup(GatewayTool(protocol.MethodCompletionComplete)); ok {
 		caps.Completions = &struct{}{}
+	}
+	if _, ok := reg.Lookup(GatewayTool(protocol.MethodResourcesSubscribe)); ok && caps.Resources != nil && !stateless {
+		caps.Resources.Subscribe = true
 	}
 }
 

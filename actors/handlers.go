@@ -162,7 +162,7 @@ func initialize(v SessionView, req *transport.Request) (any, error) {
 		ServerInfo:   info,
 		Instructions: instructions.For(v.Tools(), change.client, opts.Instructions, opts.Gate),
 	}
-	gatewayCapabilities(opts.Gateway, &change.result.Capabilities)
+	gatewayCapabilities(opts.Gateway, &change.result.Capabilities, false)
 	return change, nil
 }
 
@@ -294,7 +294,7 @@ func discover(v SessionView, req *transport.Request) (any, error) {
 		},
 		Instructions: instructions.For(v.Tools(), req.Client, opts.Instructions, opts.Gate),
 	}
-	gatewayCapabilities(opts.Gateway, &res.Capabilities)
+	gatewayCapabilities(opts.Gateway, &res.Capabilities, true)
 	return res, nil
 }
 

@@ -154,7 +154,7 @@ type session struct {
 	calls       callTable    // calls in flight and the invokers that run them (calltable.go)
 	state       SessionState // packed with the flags below: an idle session is one size class smaller
 	storeShared bool         // store is the HTTP caller's, not the session's (stateless_store.go)
-	usedMethods bool         // a method of opts.Methods was called: tell its tools when the session ends
+	usedMethods bool         // a method of opts.Methods or opts.Gateway was called: tell its tools when the session ends
 	timer       *time.Timer
 	exec        *hostDeps
 	requests    clientRequests               // server-to-client requests awaiting answers (clientrequests.go)
@@ -251,6 +251,7 @@ func (s *session) Receive(ctx actor.Context) {
 		s.dropStore()
 		if s.usedMethods {
 			s.opts.Methods.SessionEnded(s.id)
+			s.opts.Gateway.SessionEnded(s.id) // its resource subscriptions
 		}
 		s.out.Stopping()
 	case *actor.Stopped:

@@ -111,6 +111,8 @@ func newMethodTable(extra []Middleware) methodTable {
 		{name: protocol.MethodPromptsList, eras: inBoth, needsInit: true, cache: cachePrivate, handle: gatewayCall},
 		{name: protocol.MethodPromptsGet, eras: inBoth, needsInit: true, cache: cachePrivate, handle: gatewayCall},
 		{name: protocol.MethodCompletionComplete, eras: inBoth, needsInit: true, cache: cachePrivate, handle: gatewayCall},
+		{name: protocol.MethodResourcesSubscribe, eras: inHandshake, needsInit: true, handle: gatewayCall},
+		{name: protocol.MethodResourcesUnsubscribe, eras: inHandshake, needsInit: true, handle: gatewayCall},
 		{name: protocol.MethodServerDiscover, eras: inStateless, cache: cachePublic, handle: discover},
 		{name: protocol.MethodSubscriptionsListen, eras: inStateless, strict: true,
 			params: func() paramsType { return &listenParams{} }, handle: listen},

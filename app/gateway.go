@@ -69,6 +69,8 @@ type gateway struct {
 	servers func() []gatewayServer
 	policy  func() tools.Policy
 	log     *slog.Logger
+	reg     *tools.Registry
+	subs    *subscriptions
 
 	mu sync.Mutex
 	// known are the exposed prompt names each server listed last (its
@@ -95,10 +97,10 @@ func (ds *downstreams) gatewayServers() []gatewayServer {
 	return out
 }
 
-// gatewayRegistry is the registry of the gateway's methods when cfg
-// configures a downstream server (nil otherwise: the methods are not
-// declared), over the servers of the running App.
-func (a *App) gatewayRegistry(cfg *config.Config) *tools.Registry {
+// newGateway is the gateway over the servers of the running App when cfg
+// configures a downstream server; nil otherwise (the methods are then not
+// declared).
+func (a *App) newGateway(cfg *config.Config) *gateway {
 	if !cfg.Features.EnableMcpServerSurface || len(cfg.McpServers) == 0 {
 		return nil
 	}
@@ -118,6 +120,7 @@ func (a *App) gatewayRegistry(cfg *config.Config) *tools.Registry {
 			return tools.Policy{Allow: c.Prompts.Allow, Deny: c.Prompts.Deny}
 		},
 	}
+	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}}
 	reg, err := tools.NewRegistry(
 		gatewayTool{protocol.MethodPromptsList, g.listPrompts},
 		gatewayTool{protocol.MethodPromptsGet, g.getPrompt},
@@ -125,11 +128,31 @@ func (a *App) gatewayRegistry(cfg *config.Config) *tools.Registry {
 		gatewayTool{protocol.MethodResourcesList, g.listResources},
 		gatewayTool{protocol.MethodResourcesTemplatesList, g.listTemplates},
 		gatewayTool{protocol.MethodResourcesRead, g.readResource},
+		subscribeTool{method: protocol.MethodResourcesSubscribe, ss: g.subs, serve: g.subs.subscribe},
+		subscribeTool{method: protocol.MethodResourcesUnsubscribe, ss: g.subs, serve: g.subs.unsubscribe},
 	)
 	if err != nil {
 		panic(err) // constant names and schemas: a bug
 	}
-	return reg
+	g.reg = reg
+	return g
+}
+
+// registry is the gateway's tools (SessionOptions.Gateway); nil for no
+// gateway.
+func (g *gateway) registry() *tools.Registry {
+	if g == nil {
+		return nil
+	}
+	return g.reg
+}
+
+// wait waits for the gateway's background work (unsubscribes after
+// sessions' ends).
+func (g *gateway) wait() {
+	if g != nil {
+		g.subs.work.Wait()
+	}
 }
 
 // gatewayTool is one gateway method as a tool.
