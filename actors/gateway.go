@@ -60,6 +60,9 @@ func gatewayCapabilities(reg *tools.Registry, caps *protocol.ServerCapabilities,
 	if _, ok := reg.Lookup(GatewayTool(protocol.MethodCompletionComplete)); ok {
 		caps.Completions = &struct{}{}
 	}
+	if _, ok := reg.Lookup(GatewayTool(protocol.MethodResourcesList)); ok && caps.Resources != nil {
+		caps.Resources.ListChanged = true
+	}
 	if _, ok := reg.Lookup(GatewayTool(protocol.MethodResourcesSubscribe)); ok && caps.Resources != nil && !stateless {
 		caps.Resources.Subscribe = true
 	}
@@ -79,32 +82,42 @@ func gatewayCode(data map[string]string) (int64, bool) {
 // (tool names cannot hold "/": prompts/get is prompts.get).
 func GatewayTool(method string) string { return strings.ReplaceAll(method, "/", ".") }
 
-// promptsChanged says a downstream server's prompt list changed: sent by
-// Host.PromptsChanged to the server actor, which passes it to every
-// session; each tells its client (promptsChanged).
-type promptsChanged struct{}
+// gatewayChanged says a downstream server's prompt list (or, with
+// resources, its resource list) changed: sent by Host.PromptsChanged and
+// Host.ResourcesChanged to the server actor, which passes it to every
+// session; each tells its client (session.gatewayChanged).
+type gatewayChanged struct{ resources bool }
 
 // PromptsChanged tells every session that the prompts the Gateway serves
 // changed (a downstream server sent notifications/prompts/list_changed, or
-// connected or went away).
+// connected).
 func (h *Host) PromptsChanged() {
-	h.system.Root.Send(h.server, &promptsChanged{})
+	h.system.Root.Send(h.server, &gatewayChanged{})
 }
 
-// promptsChanged sends notifications/prompts/list_changed to an
-// initialized session's client and to each subscription that asked for
-// prompts list changes.
-func (s *session) promptsChanged() {
+// ResourcesChanged tells every session that the resources the Gateway
+// serves changed (notifications/resources/list_changed, or a server
+// connected).
+func (h *Host) ResourcesChanged() {
+	h.system.Root.Send(h.server, &gatewayChanged{resources: true})
+}
+
+// gatewayChanged sends the list_changed notification to an initialized
+// session's client and to each subscription that asked for it.
+func (s *session) gatewayChanged(msg *gatewayChanged) {
 	if s.opts.Gateway == nil {
 		return
 	}
+	method := protocol.NotificationPromptsListChanged
+	if msg.resources {
+		method = protocol.NotificationResourcesListChanged
+	}
 	if s.version != "" {
-		s.notify(protocol.NotificationPromptsListChanged, nil, nil)
+		s.notify(method, nil, nil)
 	}
 	for id, sub := range s.subs {
-		if sub.prompts {
-			s.notify(protocol.NotificationPromptsListChanged,
-				map[string]any{"_meta": map[string]any{protocol.MetaSubscriptionID: id}}, &id)
+		if !msg.resources && sub.prompts || msg.resources && sub.resources {
+			s.notify(method, map[string]any{"_meta": map[string]any{protocol.MetaSubscriptionID: id}}, &id)
 		}
 	}
 }

@@ -76,10 +76,11 @@ func TestGatewayMethods(t *testing.T) {
 	}
 }
 
-// TestGatewayPromptsChanged: Host.PromptsChanged reaches an initialized
-// session as notifications/prompts/list_changed and each subscription that
-// asked for prompts list changes; without a Gateway, nobody is told and
-// no subscription agrees to them.
+// TestGatewayPromptsChanged: Host.PromptsChanged (and ResourcesChanged)
+// reaches an initialized session as notifications/prompts/list_changed
+// (resources/list_changed) and each subscription that asked for those
+// changes; without a Gateway, nobody is told and no subscription agrees
+// to them.
 func TestGatewayPromptsChanged(t *testing.T) {
 	c := newClient(t, gatewayOptions(t), echoTool())
 	c.initialize("2025-11-25")
@@ -89,8 +90,8 @@ func TestGatewayPromptsChanged(t *testing.T) {
 	}
 	modern := newClientOnHost(t, c.host)
 	modern.request("sub", "subscriptions/listen", modernParams(map[string]any{
-		"notifications": map[string]any{"promptsListChanged": true}}, ""))
-	if ack := modern.recv(); !strings.Contains(string(ack.Params), `"notifications":{"promptsListChanged":true}`) {
+		"notifications": map[string]any{"promptsListChanged": true, "resourcesListChanged": true}}, ""))
+	if ack := modern.recv(); !strings.Contains(string(ack.Params), `"notifications":{"promptsListChanged":true,"resourcesListChanged":true}`) {
 		t.Fatalf("acknowledgment: %s", ack.raw)
 	}
 	c.host.PromptsChanged()
@@ -99,6 +100,13 @@ func TestGatewayPromptsChanged(t *testing.T) {
 	}
 	if m := modern.recv(); m.Method != protocol.NotificationPromptsListChanged || !strings.Contains(string(m.Params), `"sub"`) {
 		t.Fatalf("want prompts/list_changed for the subscription, got %s", m.raw)
+	}
+	c.host.ResourcesChanged()
+	if m := c.recv(); m.Method != protocol.NotificationResourcesListChanged {
+		t.Fatalf("want resources/list_changed, got %s", m.raw)
+	}
+	if m := modern.recv(); m.Method != protocol.NotificationResourcesListChanged || !strings.Contains(string(m.Params), `"sub"`) {
+		t.Fatalf("want resources/list_changed for the subscription, got %s", m.raw)
 	}
 
 	plain := newClient(t, Options{}, echoTool())

@@ -304,8 +304,9 @@ func discover(v SessionView, req *transport.Request) (any, error) {
 func listen(v SessionView, req *transport.Request) (any, error) {
 	p := req.Params.(*listenParams)
 	n := p.Notifications
+	gw := v.Options().Gateway != nil
 	return &subscribing{sub: subscription{tools: n != nil && n.ToolsListChanged,
-		prompts: n != nil && n.PromptsListChanged && v.Options().Gateway != nil}}, nil
+		prompts: n != nil && n.PromptsListChanged && gw, resources: n != nil && n.ResourcesListChanged && gw}}, nil
 }
 
 // cancelled reads notifications/cancelled: the session ends the

@@ -83,7 +83,7 @@ func (s *server) Receive(ctx actor.Context) {
 		for _, pid := range s.live {
 			ctx.Send(pid, msg)
 		}
-	case *promptsChanged:
+	case *gatewayChanged:
 		for _, pid := range s.live {
 			ctx.Send(pid, msg)
 		}

@@ -228,8 +228,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.drain(ctx, msg.Grace)
 	case *registryChanged:
 		s.toolsChanged(msg.registry)
-	case *promptsChanged:
-		s.promptsChanged()
+	case *gatewayChanged:
+		s.gatewayChanged(msg)
 	case *drainDeadline:
 		s.stopRemaining(ctx)
 	case *actor.Terminated:

@@ -162,7 +162,7 @@ func (ds *downstreams) apply(cfg *config.Config) {
 			continue
 		}
 		spec := downstream.Spec{Config: ccfg, StartupTimeout: startupTimeout(s), Changed: ds.changed,
-			PromptsChanged: ds.host.PromptsChanged}
+			PromptsChanged: ds.host.PromptsChanged, ResourcesChanged: ds.host.ResourcesChanged}
 		if subs := ds.subs; subs != nil {
 			spec.Connected = func() { subs.connected(name) }
 			spec.ResourceUpdated = func(params json.RawMessage) { subs.updated(name, params) }

@@ -254,6 +254,10 @@ func (c *Client) notification(method string, params json.RawMessage, f *flight) 
 		if c.h.PromptsChanged != nil {
 			c.h.PromptsChanged()
 		}
+	case protocol.NotificationResourcesListChanged:
+		if c.h.ResourcesChanged != nil {
+			c.h.ResourcesChanged()
+		}
 	case protocol.NotificationResourcesUpdated:
 		if c.h.ResourceUpdated != nil {
 			c.h.ResourceUpdated(params)

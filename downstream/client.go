@@ -107,6 +107,9 @@ type Handlers struct {
 	// ResourceUpdated is called on notifications/resources/updated with
 	// its params as sent, like ToolsChanged.
 	ResourceUpdated func(params json.RawMessage)
+	// ResourcesChanged is called on notifications/resources/list_changed,
+	// like ToolsChanged.
+	ResourcesChanged func()
 }
 
 // Observer receives what the downstream server sends during one CallTool.
@@ -186,7 +189,9 @@ type Client struct {
 	toolsChange bool // a modern server announced tools list changes
 	// promptsChange: a modern server announced prompts list changes.
 	promptsChange bool
-	parkTimeout   time.Duration
+	// resourcesChange: a modern server announced resources list changes.
+	resourcesChange bool
+	parkTimeout     time.Duration
 
 	nextID atomic.Int64
 
@@ -282,7 +287,8 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 		return nil, fmt.Errorf("upstream %q: connecting: %w", c.name, err)
 	}
 	if c.era == protocol.EraStateless {
-		if c.toolsChange && h.ToolsChanged != nil || c.promptsChange && h.PromptsChanged != nil {
+		if c.toolsChange && h.ToolsChanged != nil || c.promptsChange && h.PromptsChanged != nil ||
+			c.resourcesChange && h.ResourcesChanged != nil {
 			c.spawn(c.listen)
 		}
 	} else {

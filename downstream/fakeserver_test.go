@@ -213,6 +213,9 @@ func (f *fake) handle(m fakeMsg) {
 			f.reply(m.ID, `{"prompts":[`+rawPrompts[0]+`],"nextCursor":"p2"}`)
 		}
 	case "resources/list":
+		if strings.Contains(string(m.Params), `"changed"`) {
+			f.notify("notifications/resources/list_changed", nil)
+		}
 		f.reply(m.ID, `{"resources":[{"uri":"test://a","name":"a"}]}`)
 	case "resources/templates/list":
 		f.reply(m.ID, `{"resourceTemplates":[{"uriTemplate":"test://t/{x}","name":"t"}]}`)

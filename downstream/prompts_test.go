@@ -47,20 +47,30 @@ func TestStdioPromptsAndCompletions(t *testing.T) {
 	}
 }
 
-// TestStdioPromptsChanged: notifications/prompts/list_changed reaches
-// Handlers.PromptsChanged.
-func TestStdioPromptsChanged(t *testing.T) {
-	changed := make(chan struct{}, 1)
-	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{PromptsChanged: func() { changed <- struct{}{} }})
+// TestStdioListsChanged: notifications/prompts/list_changed and
+// notifications/resources/list_changed reach Handlers.PromptsChanged and
+// ResourcesChanged.
+func TestStdioListsChanged(t *testing.T) {
+	changed := make(chan string, 2)
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{PromptsChanged: func() { changed <- "prompts" },
+		ResourcesChanged: func() { changed <- "resources" }})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := c.ListPrompts(ctx, "changed"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-changed:
-	case <-ctx.Done():
-		t.Fatal("PromptsChanged was not called")
+	if _, err := c.ListResources(ctx, "changed"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"prompts", "resources"} {
+		select {
+		case got := <-changed:
+			if got != want {
+				t.Errorf("%s changed, want %s", got, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s changes were not told", want)
+		}
 	}
 }
 

@@ -36,8 +36,9 @@ type Spec struct {
 	Changed func()
 	// PromptsChanged, when set, is called (from a goroutine; it must not
 	// block) when the server says its prompt list changed, and when it
-	// connects (its prompts may be new).
-	PromptsChanged func()
+	// connects (its prompts may be new); ResourcesChanged the same for its
+	// resources.
+	PromptsChanged, ResourcesChanged func()
 	// Connected, when set, is called (from the actor; it must not block)
 	// each time the server has connected: what was asked of the last
 	// connection (resource subscriptions) is to be asked again.
@@ -317,7 +318,7 @@ func (dc *supervisor) goWork(f func()) {
 func (dc *supervisor) dial(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	cfg, timeout, base, notified, prompts := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx, &dc.notified, dc.spec.PromptsChanged
-	updated := dc.spec.ResourceUpdated
+	updated, resources := dc.spec.ResourceUpdated, dc.spec.ResourcesChanged
 	dc.handle.publish(nil, StateConnecting, dc.lastErr, nil, false)
 	dc.goWork(func() {
 		dctx, cancel := context.WithTimeout(base, timeout)
@@ -328,8 +329,9 @@ func (dc *supervisor) dial(ctx actor.Context) {
 					root.Send(self, &relist{})
 				}
 			},
-			PromptsChanged:  prompts,
-			ResourceUpdated: updated,
+			PromptsChanged:   prompts,
+			ResourcesChanged: resources,
+			ResourceUpdated:  updated,
 		})
 		var list []json.RawMessage
 		if err == nil {
@@ -356,6 +358,9 @@ func (dc *supervisor) onDialed(ctx actor.Context, msg *dialed) {
 		"protocol", msg.client.ProtocolVersion(), "tools", len(msg.tools))
 	dc.setTools(msg.tools)
 	if f := dc.spec.PromptsChanged; f != nil {
+		f()
+	}
+	if f := dc.spec.ResourcesChanged; f != nil {
 		f()
 	}
 	if f := dc.spec.Connected; f != nil {

@@ -33,6 +33,8 @@ const (
 	// NotificationResourcesUpdated is relayed from downstream servers to
 	// the sessions subscribed to the resource.
 	NotificationResourcesUpdated = "notifications/resources/updated"
+	// NotificationResourcesListChanged is relayed from downstream servers.
+	NotificationResourcesListChanged = "notifications/resources/list_changed"
 )
 
 // MetaPrefix namespaces every _meta key troupe adds (reverse-DNS form, as the
