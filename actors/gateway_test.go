@@ -3,9 +3,13 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"troupe/audit"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -115,5 +119,41 @@ func TestGatewayPromptsChanged(t *testing.T) {
 	plain.request(1, "ping", nil)
 	if m := plain.recv(); string(m.ID) != "1" {
 		t.Fatalf("a session without a gateway was told: %s", m.raw)
+	}
+}
+
+// TestGatewayMethodsAreAudited: each gateway method leaves an audit record
+// under its tool's name, as a tool call does.
+func TestGatewayMethodsAreAudited(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path, audit.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	o := gatewayOptions(t)
+	o.Audit = log
+	c := newClient(t, o, echoTool())
+	c.initialize("2025-11-25")
+	c.request(1, "prompts/list", nil)
+	c.request(2, "prompts/get", map[string]any{"name": "s.q"})
+	c.request(3, "completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "s.p"}})
+	for range 3 {
+		c.recv()
+	}
+	c.closeInput()
+	<-c.done
+	if !c.host.Close(5 * time.Second) {
+		t.Fatal("host did not close")
+	}
+	verifyAudit(t, path, 3)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"prompts.list", "prompts.get", "completion.complete"} {
+		if !strings.Contains(string(b), `"tool":"`+tool+`"`) {
+			t.Errorf("no audit record of %s:\n%s", tool, b)
+		}
 	}
 }
