@@ -100,9 +100,9 @@ func (c *Client) listPage(ctx context.Context, method, key, cursor string) (Page
 	return p, nil
 }
 
-// hopless takes resultType, ttlMs and cacheScope off a 2026-07-28
-// result, returning the cache hint they gave. A result that is not an
-// object is returned as it is.
+// hopless takes resultType, ttlMs, cacheScope and the server's identity
+// in _meta off a 2026-07-28 result, returning the cache hint they gave. A
+// result that is not an object is returned as it is.
 func hopless(raw json.RawMessage) (json.RawMessage, *int64, bool) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil || obj == nil {
@@ -119,7 +119,21 @@ func hopless(raw json.RawMessage) (json.RawMessage, *int64, bool) {
 	_, a := obj["resultType"]
 	_, b := obj["ttlMs"]
 	_, d := obj["cacheScope"]
-	if !a && !b && !d {
+	info := false
+	if m, ok := obj["_meta"]; ok {
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(m, &meta) == nil {
+			if _, info = meta[protocol.MetaServerInfo]; info {
+				delete(meta, protocol.MetaServerInfo)
+				if len(meta) == 0 {
+					delete(obj, "_meta")
+				} else {
+					obj["_meta"], _ = json.Marshal(meta)
+				}
+			}
+		}
+	}
+	if !a && !b && !d && !info {
 		return raw, ttl, private
 	}
 	delete(obj, "resultType")

@@ -3,10 +3,13 @@ package downstream_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"troupe/downstream"
+	"troupe/protocol"
 )
 
 // TestStdioPromptsAndCompletions: prompts come page by page exactly as the
@@ -114,5 +117,41 @@ func TestStdioResourceSubscription(t *testing.T) {
 	}
 	if err := c.Unsubscribe(ctx, "test://a"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestModernServerResources: a 2026-07-28 server's resource templates
+// and its "not found" come through as it sent them, without the hop's
+// own members.
+func TestModernServerResources(t *testing.T) {
+	_, url := dualEraServer(t, echoTool())
+	c := dial(t, modernConfig(url), downstream.Handlers{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	page, err := c.ListResourceTemplates(ctx, "")
+	if err != nil || len(page.Items) != 1 || !strings.Contains(string(page.Items[0]), `"uriTemplate":"troupe://output/`) {
+		t.Fatalf("resources/templates/list: %+v, %v", page, err)
+	}
+	if page.TTLMs == nil || !page.Private {
+		t.Errorf("the cache hint was not read: %+v", page)
+	}
+	_, err = c.ReadResource(ctx, "troupe://output/nope/stdout")
+	var rpc *downstream.RPCError
+	if !errors.As(err, &rpc) || rpc.Code != protocol.CodeInvalidParams {
+		t.Fatalf("reading what is not there: %v, want -32602", err)
+	}
+}
+
+// TestHopless: the members a 2026-07-28 result has for its own hop go; the
+// rest stays as it was.
+func TestHopless(t *testing.T) {
+	raw := `{"resultType":"complete","ttlMs":5,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"},"x.y/k":1},"messages":[]}`
+	got, ttl, private := downstream.Hopless(json.RawMessage(raw))
+	if string(got) != `{"_meta":{"x.y/k":1},"messages":[]}` || ttl == nil || *ttl != 5 || !private {
+		t.Errorf("hopless: %s, %v, %v", got, ttl, private)
+	}
+	plain := `{"messages":[ 1 ]}`
+	if got, _, _ := downstream.Hopless(json.RawMessage(plain)); string(got) != plain {
+		t.Errorf("a result without hop members changed: %s", got)
 	}
 }
