@@ -44,6 +44,19 @@ func gatewayCall(v SessionView, req *transport.Request) (any, error) {
 	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
 		return nil, invalidParams(req.Method + " takes an object")
 	}
+	// The tool learns the request's era (a list's cache hint, the era's
+	// errors) from troupe, never from the client.
+	obj := map[string]json.RawMessage{}
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &obj); err != nil {
+			return nil, invalidParams(req.Method + ": " + describeJSONError(err))
+		}
+	}
+	obj["stateless"] = json.RawMessage(strconv.FormatBool(req.Era == protocol.EraStateless))
+	args, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
 	return &startingCall{tool: GatewayTool(req.Method), args: args, registry: reg, method: true}, nil
 }
 
@@ -155,7 +168,7 @@ func gatewayList(req *transport.Request, reg *tools.Registry, own any) (any, err
 			return nil, invalidParams(req.Method + ": " + describeJSONError(err))
 		}
 	}
-	args, err := json.Marshal(map[string]any{"cursor": p.Cursor, "own": own})
+	args, err := json.Marshal(map[string]any{"cursor": p.Cursor, "own": own, "stateless": req.Era == protocol.EraStateless})
 	if err != nil {
 		return nil, err
 	}

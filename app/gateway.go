@@ -225,6 +225,9 @@ type mergedList struct {
 type listArgs struct {
 	Cursor *string           `json:"cursor"`
 	Own    []json.RawMessage `json:"own"`
+	// Stateless: the client speaks 2026-07-28, whose lists carry a cache
+	// hint (actors sets it).
+	Stateless bool `json:"stateless"`
 }
 
 // mergedPage is one page of a merged list: troupe's own entries (first
@@ -254,6 +257,14 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 		}
 	}
 	items := append([]json.RawMessage{}, p.Own...)
+	// The cache hint: the smallest TTL of the parts (a part without one
+	// cannot be cached: 0), private when any part is (a caller's own
+	// outputs are).
+	var ttl *int64
+	private := m.key == "resources" && len(p.Own) > 0
+	if len(p.Own) > 0 {
+		ttl = new(int64)
+	}
 	for range maxGatewayPages {
 		if at >= len(servers) {
 			break
@@ -269,6 +280,13 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			page = downstream.Page{}
 		}
 		items = append(items, m.expose(servers[:at], s, cur == "", page.Items)...)
+		switch {
+		case page.TTLMs == nil:
+			ttl = new(int64)
+		case ttl == nil || *page.TTLMs < *ttl:
+			ttl = page.TTLMs
+		}
+		private = private || page.Private
 		if page.NextCursor != "" {
 			cur = page.NextCursor
 		} else {
@@ -279,6 +297,15 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 		}
 	}
 	out := map[string]any{m.key: items}
+	if p.Stateless {
+		if ttl == nil {
+			ttl = new(int64)
+		}
+		out["ttlMs"], out["cacheScope"] = *ttl, protocol.CachePublic
+		if private {
+			out["cacheScope"] = protocol.CachePrivate
+		}
+	}
 	if at < len(servers) {
 		b, _ := json.Marshal(listCursor{Server: servers[at].name, Cursor: cur})
 		out["nextCursor"] = base64.RawURLEncoding.EncodeToString(b)
@@ -410,6 +437,7 @@ func (g *gateway) complete(ctx context.Context, params json.RawMessage) (any, er
 		return nil, tools.Errorf(tools.KindInvalidArgument, "invalid params: %v", err)
 	}
 	delete(p, "_meta")
+	delete(p, "stateless") // troupe's, not the server's
 	var ref struct {
 		Type string `json:"type"`
 		Name string `json:"name"`

@@ -265,3 +265,50 @@ func TestGatewayResourceRouting(t *testing.T) {
 		t.Errorf("nobody's URI in 2026-07-28: %v, want -32602", err)
 	}
 }
+
+// modernPage is a pagedPrompts whose pages carry a cache hint.
+type modernPage struct {
+	pagedPrompts
+	ttl     int64
+	private bool
+}
+
+func (m *modernPage) ListPrompts(ctx context.Context, cursor string) (downstream.Page, error) {
+	p, err := m.pagedPrompts.ListPrompts(ctx, cursor)
+	p.TTLMs, p.Private = &m.ttl, m.private
+	return p, err
+}
+
+// TestGatewayCacheHint: a 2026-07-28 list page has the smallest TTL of
+// its parts and is private when any part is; a part without a hint makes
+// it 0; a session-based client's page has no hint.
+func TestGatewayCacheHint(t *testing.T) {
+	a := &modernPage{pagedPrompts: pagedPrompts{names: []string{"x"}, pageSize: 1}, ttl: 500}
+	b := &modernPage{pagedPrompts: pagedPrompts{names: []string{"y"}, pageSize: 1}, ttl: 90, private: true}
+	g, _ := testGateway(tools.Policy{Allow: []string{"*"}}, gatewayServer{name: "a", prefix: "a.", src: a},
+		gatewayServer{name: "b", prefix: "b.", src: b})
+	hint := func(params string) (any, any) {
+		res, err := g.listPrompts(context.Background(), json.RawMessage(params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.(map[string]any)
+		return m["ttlMs"], m["cacheScope"]
+	}
+	if ttl, scope := hint(`{"stateless":true}`); ttl != int64(500) || scope != "public" {
+		t.Errorf("a's page: ttlMs %v, cacheScope %v; want 500, public", ttl, scope)
+	}
+	res, _ := g.listPrompts(context.Background(), json.RawMessage(`{}`))
+	cursor := res.(map[string]any)["nextCursor"].(string)
+	if ttl, scope := hint(`{"stateless":true,"cursor":"` + cursor + `"}`); ttl != int64(90) || scope != "private" {
+		t.Errorf("b's page: ttlMs %v, cacheScope %v; want 90, private", ttl, scope)
+	}
+	if ttl, scope := hint(`{}`); ttl != nil || scope != nil {
+		t.Errorf("a session-based client's page has a hint: %v %v", ttl, scope)
+	}
+	g2, _ := testGateway(tools.Policy{Allow: []string{"*"}}, gatewayServer{name: "c", src: &pagedPrompts{names: []string{"z"}, pageSize: 1}})
+	res, _ = g2.listPrompts(context.Background(), json.RawMessage(`{"stateless":true}`))
+	if m := res.(map[string]any); m["ttlMs"] != int64(0) {
+		t.Errorf("a page without a hint: ttlMs %v, want 0", m["ttlMs"])
+	}
+}

@@ -43,8 +43,10 @@ func TestGatewayPromptsStateless(t *testing.T) {
 		names = append(names, p.(map[string]any)["name"].(string))
 	}
 	want := []string{"everything.simple-prompt", "everything.resource-prompt", "everything.completable-prompt"}
-	if len(names) != len(want) || res["cacheScope"] != "private" {
-		t.Errorf("prompts/list: %q (cacheScope %v), want %q, private", names, res["cacheScope"], want)
+	// A session-based server gives no cache hint: the page is not to be
+	// cached (ttlMs 0), and nothing in it is private.
+	if len(names) != len(want) || res["cacheScope"] != "public" || res["ttlMs"] != 0.0 {
+		t.Errorf("prompts/list: %q (ttlMs %v, cacheScope %v), want %q, 0, public", names, res["ttlMs"], res["cacheScope"], want)
 	}
 	for _, n := range want {
 		found := false
