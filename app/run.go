@@ -97,6 +97,10 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	hostOpts := a.hostOptions(cfg, spoolDir, auditLog)
 	gw := a.newGateway(cfg)
 	hostOpts.Session.Gateway = gw.registry()
+	if a.obs != nil && gw != nil {
+		a.obs.gateway.Store(gw.reg)
+		a.obs.setTools(a.registry)
+	}
 	host := actors.NewHost(hostOpts)
 	closeHost := func() {
 		if !host.Close(shutdownSlack) {
