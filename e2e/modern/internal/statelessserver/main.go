@@ -9,6 +9,9 @@
 //     requestState); the retry answers "deployed to <target>" when the
 //     answer accepts with confirm=true, "not deployed" otherwise.
 //
+// Its prompt brief {topic} says "Brief me on <topic>." with an embedded
+// resource, and its resource stateless://blob is binary (not UTF-8).
+//
 // It writes nothing to stdout but the protocol.
 package main
 
@@ -29,6 +32,10 @@ import (
 // would protect it, and this one checks it comes back unchanged.
 const deployState = "deploy-question-1"
 
+// blob is the binary resource's contents: bytes that are not UTF-8, so a
+// hop that decoded them as text would change them.
+var blob = []byte{0x00, 0xff, 0xfe, 0x80, 'M', 'C', 'P', 0xc3, 0x28, 0x0a}
+
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP on this address (default: stdio)")
 	flag.Parse()
@@ -47,6 +54,18 @@ func main() {
 	server.AddTool(&mcp.Tool{Name: "deploy", Description: "deploys after asking",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"target": map[string]any{"type": "string"}}}},
 		deploy)
+	server.AddPrompt(&mcp.Prompt{Name: "brief", Description: "asks for a brief",
+		Arguments: []*mcp.PromptArgument{{Name: "topic", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Description: "a brief", Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "Brief me on " + req.Params.Arguments["topic"] + "."}},
+				{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "stateless://blob", MIMEType: "application/octet-stream", Blob: blob}}},
+			}}, nil
+		})
+	server.AddResource(&mcp.Resource{URI: "stateless://blob", Name: "blob", MIMEType: "application/octet-stream"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "stateless://blob", MIMEType: "application/octet-stream", Blob: blob}}}, nil
+		})
 
 	if *addr == "" {
 		if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
