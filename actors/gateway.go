@@ -52,6 +52,14 @@ func gatewayCall(v SessionView, req *transport.Request) (any, error) {
 			return nil, invalidParams(req.Method + ": " + describeJSONError(err))
 		}
 	}
+	if req.Method == protocol.MethodPromptsGet {
+		// Over HTTP in 2026-07-28, Mcp-Name names the prompt.
+		var name string
+		_ = json.Unmarshal(obj["name"], &name)
+		if err := nameAgrees(req, name); err != nil {
+			return nil, err
+		}
+	}
 	obj["stateless"] = json.RawMessage(strconv.FormatBool(req.Era == protocol.EraStateless))
 	args, err := json.Marshal(obj)
 	if err != nil {

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -127,5 +128,38 @@ func TestGatewayNotDeclaredWithoutServers(t *testing.T) {
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`)
 	if code, _ := errorCode(t, s.recv()); code != -32601 {
 		t.Errorf("prompts/list without servers: code %v, want -32601", code)
+	}
+}
+
+// TestGatewayPromptNameHeader: over HTTP, a 2026-07-28 prompts/get whose
+// Mcp-Name header names another prompt than its params is refused with
+// -32020, as tools/call is.
+func TestGatewayPromptNameHeader(t *testing.T) {
+	fx := newFixture(t)
+	cfg := downstreamConfig(t, "[mcp_servers.broken]\ncommand = \"false\"\n\n[limits]\nmcp_servers_startup_wait = \"0s\"\n")
+	srv := startHTTPServer(t, fx.dir, "", "--config", cfg)
+	post := func(headerName, name string) (int, map[string]any) {
+		t.Helper()
+		resp := srv.request(t, http.MethodPost, strings.NewReader(modernRequest("1", "prompts/get", `"name":"`+name+`"`)),
+			map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+				"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "prompts/get", "Mcp-Name": headerName})
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, m
+	}
+	if status, m := post("broken.a", "broken.b"); status != http.StatusBadRequest {
+		t.Errorf("a mismatched Mcp-Name: %d %v, want 400 -32020", status, m)
+	} else if code, _ := errorCode(t, m); code != -32020 {
+		t.Errorf("a mismatched Mcp-Name: code %v, want -32020", code)
+	}
+	// The header agrees: the request reaches the gateway, which has no
+	// such prompt (the server never starts).
+	if _, m := post("broken.a", "broken.a"); m["error"] == nil {
+		t.Errorf("an unknown prompt: %v", m)
+	} else if code, _ := errorCode(t, m); code != -32602 {
+		t.Errorf("an unknown prompt: code %v, want -32602", code)
 	}
 }
