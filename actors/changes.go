@@ -177,6 +177,12 @@ func (c *subscribing) apply(s *session, _ actor.Context, req *transport.Request)
 	if c.sub.tools {
 		ack["toolsListChanged"] = true
 	}
+	if c.sub.prompts {
+		ack["promptsListChanged"] = true
+	}
+	if c.sub.resources {
+		ack["resourcesListChanged"] = true
+	}
 	if s.subs == nil {
 		s.subs = map[jsonrpc2.ID]subscription{}
 	}

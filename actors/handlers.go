@@ -162,6 +162,7 @@ func initialize(v SessionView, req *transport.Request) (any, error) {
 		ServerInfo:   info,
 		Instructions: instructions.For(v.Tools(), change.client, opts.Instructions, opts.Gate),
 	}
+	gatewayCapabilities(opts.Gateway, &change.result.Capabilities, false)
 	return change, nil
 }
 
@@ -284,7 +285,7 @@ func nameAgrees(req *transport.Request, name string) error {
 // instructions for the tools this client would see.
 func discover(v SessionView, req *transport.Request) (any, error) {
 	opts := v.Options()
-	return protocol.DiscoverResult{
+	res := protocol.DiscoverResult{
 		SupportedVersions: protocol.AllVersions(),
 		Capabilities: protocol.ServerCapabilities{
 			Tools:     &protocol.ToolsCapability{ListChanged: true}, // through subscriptions/listen
@@ -292,15 +293,20 @@ func discover(v SessionView, req *transport.Request) (any, error) {
 			Resources: &protocol.ResourcesCapability{},
 		},
 		Instructions: instructions.For(v.Tools(), req.Client, opts.Instructions, opts.Gate),
-	}, nil
+	}
+	gatewayCapabilities(opts.Gateway, &res.Capabilities, true)
+	return res, nil
 }
 
 // listen opens a subscription (subscribing): troupe offers tools list
-// changes only (it has no prompts, and its resources are calls' outputs,
-// which do not change).
-func listen(_ SessionView, req *transport.Request) (any, error) {
+// changes, and prompts list changes when it has a gateway (its own
+// resources are calls' outputs, which do not change).
+func listen(v SessionView, req *transport.Request) (any, error) {
 	p := req.Params.(*listenParams)
-	return &subscribing{sub: subscription{tools: p.Notifications != nil && p.Notifications.ToolsListChanged}}, nil
+	n := p.Notifications
+	gw := v.Options().Gateway != nil
+	return &subscribing{sub: subscription{tools: n != nil && n.ToolsListChanged,
+		prompts: n != nil && n.PromptsListChanged && gw, resources: n != nil && n.ResourcesListChanged && gw}}, nil
 }
 
 // cancelled reads notifications/cancelled: the session ends the

@@ -44,6 +44,16 @@ func methodAnswer(id jsonrpc2.ID, r *protocol.CallToolResult) *jsonrpc2.Response
 		}
 	}
 	e := &jsonrpc2.Error{Code: methodCode(kind), Message: msg}
+	if code, ok := gatewayCode(data); ok {
+		// A downstream server's own error, passed through: its code, its
+		// message and its data as it sent them.
+		e.Code = code
+		if d, ok := data[GatewayErrorData]; ok {
+			raw := json.RawMessage(d)
+			e.Data = &raw
+		}
+		data = nil
+	}
 	if data != nil {
 		e.SetError(data)
 	}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -19,6 +20,9 @@ import (
 
 func listResources(v SessionView, req *transport.Request) (any, error) {
 	res := protocol.ListResourcesResult{Resources: []protocol.Resource{}}
+	if reg := gatewayFor(v, req.Method); reg != nil && hasCursor(req) {
+		return gatewayList(req, reg, nil) // the servers' pages follow troupe's own
+	}
 	if store, shared := v.Output(req, false); store != nil {
 		desc := "Output of a tool call in this session."
 		if shared {
@@ -30,17 +34,27 @@ func listResources(v SessionView, req *transport.Request) (any, error) {
 				Description: desc, MimeType: "text/plain", Size: &size})
 		}
 	}
+	if reg := gatewayFor(v, req.Method); reg != nil {
+		return gatewayList(req, reg, res.Resources)
+	}
 	return res, nil
 }
 
-func listResourceTemplates(SessionView, *transport.Request) (any, error) {
-	return protocol.ListResourceTemplatesResult{ResourceTemplates: []protocol.ResourceTemplate{{
+func listResourceTemplates(v SessionView, req *transport.Request) (any, error) {
+	own := []protocol.ResourceTemplate{{
 		URITemplate: spool.URIPrefix + "{id}/{stream}{?offset,length}",
 		Name:        "tool-output",
 		Title:       "Tool call output",
 		Description: "The whole stdout or stderr of a call in this session, in ranges of at most 4 MiB.",
 		MimeType:    "text/plain",
-	}}}, nil
+	}}
+	if reg := gatewayFor(v, req.Method); reg != nil {
+		if hasCursor(req) {
+			own = nil // on the first page only
+		}
+		return gatewayList(req, reg, own)
+	}
+	return protocol.ListResourceTemplatesResult{ResourceTemplates: own}, nil
 }
 
 func readResource(v SessionView, req *transport.Request) (any, error) {
@@ -50,6 +64,10 @@ func readResource(v SessionView, req *transport.Request) (any, error) {
 	}
 	if p.URI == "" {
 		return nil, invalidParams("uri is required")
+	}
+	if reg := gatewayFor(v, req.Method); reg != nil && !strings.HasPrefix(p.URI, spool.URIPrefix) {
+		args, _ := json.Marshal(map[string]any{"uri": p.URI, "stateless": req.Era == protocol.EraStateless})
+		return &startingCall{tool: GatewayTool(req.Method), args: args, registry: reg, method: true}, nil
 	}
 	store, _ := v.Output(req, false)
 	if store == nil {

@@ -83,6 +83,10 @@ func (s *server) Receive(ctx actor.Context) {
 		for _, pid := range s.live {
 			ctx.Send(pid, msg)
 		}
+	case *gatewayChanged:
+		for _, pid := range s.live {
+			ctx.Send(pid, msg)
+		}
 	case *serveStream:
 		out := stdio.New(msg.in, msg.out, msg.done, stdio.Options{MaxLineBytes: s.opts.maxLineBytes, Logger: s.log,
 			Read: s.opts.exec.table.read})

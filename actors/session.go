@@ -71,6 +71,12 @@ type SessionOptions struct {
 	// method is not found (-32601) and nothing starts. A method it does
 	// not name is never served.
 	MethodTools map[string][]string
+	// Gateway serves what downstream servers offer beside tools: each tool
+	// is named after the method it serves (prompts/list, prompts/get,
+	// completion/complete), called with the request's params as its
+	// arguments and answered like a method of Methods (gateway.go). nil
+	// serves none: the methods are not found and not declared.
+	Gateway *tools.Registry
 	// Middleware wraps the handler of every MCP method, outside troupe's
 	// own (an operator's limits, tests that look at every request); nil
 	// adds none.
@@ -148,7 +154,7 @@ type session struct {
 	calls       callTable    // calls in flight and the invokers that run them (calltable.go)
 	state       SessionState // packed with the flags below: an idle session is one size class smaller
 	storeShared bool         // store is the HTTP caller's, not the session's (stateless_store.go)
-	usedMethods bool         // a method of opts.Methods was called: tell its tools when the session ends
+	usedMethods bool         // a method of opts.Methods or opts.Gateway was called: tell its tools when the session ends
 	timer       *time.Timer
 	exec        *hostDeps
 	requests    clientRequests               // server-to-client requests awaiting answers (clientrequests.go)
@@ -222,6 +228,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.drain(ctx, msg.Grace)
 	case *registryChanged:
 		s.toolsChanged(msg.registry)
+	case *gatewayChanged:
+		s.gatewayChanged(msg)
 	case *drainDeadline:
 		s.stopRemaining(ctx)
 	case *actor.Terminated:
@@ -243,6 +251,7 @@ func (s *session) Receive(ctx actor.Context) {
 		s.dropStore()
 		if s.usedMethods {
 			s.opts.Methods.SessionEnded(s.id)
+			s.opts.Gateway.SessionEnded(s.id) // its resource subscriptions
 		}
 		s.out.Stopping()
 	case *actor.Stopped:
@@ -404,7 +413,12 @@ func (s *session) finish(ctx actor.Context, msg *callFinished) {
 	case msg.input != nil:
 		s.replyCall(msg.id, call, msg.input)
 	case call.method:
-		s.send(methodAnswer(msg.id, msg.result))
+		resp := methodAnswer(msg.id, msg.result)
+		if call.era == protocol.EraStateless && resp.Result != nil {
+			raw := s.completeStateless(*resp.Result, cachePrivate)
+			resp.Result = &raw
+		}
+		s.send(resp)
 	default:
 		s.replyCall(msg.id, call, protocol.ShapeResult(call.version, msg.result))
 	}

@@ -43,10 +43,13 @@ func (s *session) failWith(id jsonrpc2.ID, code int64, message string, data any)
 }
 
 // subscription is one open subscriptions/listen request: what it agreed
-// to deliver. troupe offers tools list changes only (it has no prompts, and
-// its resources are calls' outputs, which do not change).
+// to deliver: tools list changes, and prompts and resources list changes
+// when a gateway relays the downstream servers' (troupe's own resources
+// are calls' outputs, whose list changes are not announced).
 type subscription struct {
-	tools bool
+	tools     bool
+	prompts   bool
+	resources bool
 }
 
 // toolsChangedForSubscribers tells every subscription that asked for it

@@ -104,6 +104,10 @@ type downstreams struct {
 	// stderr lines a server's exit error keeps; apply renews them.
 	secrets *redact.Redactor
 
+	// subs are the gateway's resource subscriptions, told of servers'
+	// updates and reconnects; nil without a gateway.
+	subs *subscriptions
+
 	mu      sync.Mutex
 	running map[string]*runningServer
 }
@@ -157,9 +161,13 @@ func (ds *downstreams) apply(cfg *config.Config) {
 			ds.log.Error("downstream server not started", "server", name, "err", err)
 			continue
 		}
-		ds.running[name] = &runningServer{cfg: s, opts: exposure(cfg, name, s), d: ds.host.StartDownstream(downstream.Spec{
-			Config: ccfg, StartupTimeout: startupTimeout(s), Changed: ds.changed,
-		})}
+		spec := downstream.Spec{Config: ccfg, StartupTimeout: startupTimeout(s), Changed: ds.changed,
+			PromptsChanged: ds.host.PromptsChanged, ResourcesChanged: ds.host.ResourcesChanged}
+		if subs := ds.subs; subs != nil {
+			spec.Connected = func() { subs.connected(name) }
+			spec.ResourceUpdated = func(params json.RawMessage) { subs.updated(name, params) }
+		}
+		ds.running[name] = &runningServer{cfg: s, opts: exposure(cfg, name, s), d: ds.host.StartDownstream(spec)}
 	}
 }
 

@@ -43,6 +43,9 @@ type observing struct {
 	// exposed counts each server's tools in the registry in force
 	// (setTools), for the page's "3 of 14".
 	exposed atomic.Pointer[map[string]int]
+	// gateway are the gateway's tools (prompts.get, …), labelled by name
+	// in the metrics beside the registry's; set before serving.
+	gateway atomic.Pointer[tools.Registry]
 
 	shutdown sync.Once
 	log      *slog.Logger
@@ -177,6 +180,12 @@ func (o *observing) setTools(reg *tools.Registry) {
 			}
 		}
 		sources[t.Name] = source
+	}
+	if gw := o.gateway.Load(); gw != nil {
+		page, _ := gw.Page(0, gw.Len())
+		for _, t := range page {
+			sources[t.Name] = "first-party"
+		}
 	}
 	o.hub.SetTools(sources)
 	exposed := exposedPerServer(reg)

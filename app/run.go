@@ -95,12 +95,19 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 
 	hostOpts := a.hostOptions(cfg, spoolDir, auditLog)
+	gw := a.newGateway(cfg)
+	hostOpts.Session.Gateway = gw.registry()
+	if a.obs != nil && gw != nil {
+		a.obs.gateway.Store(gw.reg)
+		a.obs.setTools(a.registry)
+	}
 	host := actors.NewHost(hostOpts)
 	closeHost := func() {
 		if !host.Close(shutdownSlack) {
 			log.Warn("some tool calls did not stop in time")
 		}
 		a.methods.WaitSessionsEnded() // the sessions' Codex processes
+		gw.wait()                     // unsubscribes after the sessions' ends
 		a.obs.close()                 // after the last call's span ended: flush the spans
 	}
 	_, rgErr := exec.LookPath("rg")
@@ -122,6 +129,9 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	rebuild := make(chan struct{}, 1)
 	ds := a.newDownstreams(host)
 	ds.parkTimeout = cfg.Approvals.Timeout
+	if gw != nil {
+		ds.subs = gw.subs
+	}
 	ds.changed = func() {
 		select {
 		case rebuild <- struct{}{}:

@@ -53,6 +53,7 @@ type Config struct {
 	Logging    Logging                `koanf:"logging"`
 	HTTP       HTTP                   `koanf:"http"`
 	Tools      ToolPolicy             `koanf:"tools"`
+	Prompts    NamePolicy             `koanf:"prompts"`
 	Docs       Docs                   `koanf:"docs"`
 	Mcp        map[string]CommandTool `koanf:"mcp"`
 	McpServers map[string]McpServer   `koanf:"mcp_servers"`
@@ -170,6 +171,14 @@ type ToolPolicy struct {
 	// BenchmarkEcho serves the `echo` tool the side-by-side benchmarks
 	// call on every server.
 	BenchmarkEcho bool `koanf:"benchmark_echo"`
+}
+
+// NamePolicy is the [prompts] table: which downstream servers' prompts
+// sessions see, by glob over the names troupe shows (path.Match syntax,
+// the server's prefix included); deny wins over allow.
+type NamePolicy struct {
+	Allow []string `koanf:"allow"`
+	Deny  []string `koanf:"deny"`
 }
 
 // Docs is the [docs] table, for docs.fetch.

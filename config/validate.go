@@ -62,10 +62,12 @@ func (c *Config) validate() []error {
 	for _, list := range []struct {
 		key      string
 		patterns []string
-	}{{"allow", c.Tools.Allow}, {"deny", c.Tools.Deny}} {
+		table    string
+	}{{"allow", c.Tools.Allow, "tools"}, {"deny", c.Tools.Deny, "tools"},
+		{"allow", c.Prompts.Allow, "prompts"}, {"deny", c.Prompts.Deny, "prompts"}} {
 		for _, pat := range list.patterns {
 			if _, err := path.Match(pat, ""); err != nil || pat == "" {
-				ps.add(p("tools", list.key), "tools.%s: %q is not a valid glob", list.key, pat)
+				ps.add(p(list.table, list.key), "%s.%s: %q is not a valid glob", list.table, list.key, pat)
 			}
 		}
 	}

@@ -275,6 +275,18 @@ func (c *Client) notification(method string, params json.RawMessage, f *flight) 
 		if c.h.ToolsChanged != nil {
 			c.h.ToolsChanged()
 		}
+	case protocol.NotificationPromptsListChanged:
+		if c.h.PromptsChanged != nil {
+			c.h.PromptsChanged()
+		}
+	case protocol.NotificationResourcesListChanged:
+		if c.h.ResourcesChanged != nil {
+			c.h.ResourcesChanged()
+		}
+	case protocol.NotificationResourcesUpdated:
+		if c.h.ResourceUpdated != nil {
+			c.h.ResourceUpdated(params)
+		}
 	case protocol.NotificationCancelled:
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`

@@ -108,6 +108,15 @@ type Handlers struct {
 	// goroutine of the client that reads the server's messages: it must
 	// not block (send yourself a message and re-list later).
 	ToolsChanged func()
+	// PromptsChanged is called on notifications/prompts/list_changed,
+	// like ToolsChanged.
+	PromptsChanged func()
+	// ResourceUpdated is called on notifications/resources/updated with
+	// its params as sent, like ToolsChanged.
+	ResourceUpdated func(params json.RawMessage)
+	// ResourcesChanged is called on notifications/resources/list_changed,
+	// like ToolsChanged.
+	ResourcesChanged func()
 }
 
 // Observer receives what the downstream server sends during one CallTool.
@@ -191,7 +200,11 @@ type Client struct {
 	clientInfo  protocol.Implementation
 	sampling    bool // Config.Sampling: the sampling capability is declared
 	toolsChange bool // a modern server announced tools list changes
-	parkTimeout time.Duration
+	// promptsChange: a modern server announced prompts list changes.
+	promptsChange bool
+	// resourcesChange: a modern server announced resources list changes.
+	resourcesChange bool
+	parkTimeout     time.Duration
 
 	nextID atomic.Int64
 
@@ -288,7 +301,8 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 		return nil, fmt.Errorf("upstream %q: connecting: %w", c.name, err)
 	}
 	if c.era == protocol.EraStateless {
-		if c.toolsChange && h.ToolsChanged != nil {
+		if c.toolsChange && h.ToolsChanged != nil || c.promptsChange && h.PromptsChanged != nil ||
+			c.resourcesChange && h.ResourcesChanged != nil {
 			c.spawn(c.listen)
 		}
 	} else {

@@ -73,6 +73,8 @@ func (c *Client) discover(ctx context.Context) error {
 	}
 	c.era, c.version = protocol.EraStateless, modernVersion
 	c.toolsChange = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	c.promptsChange = res.Capabilities.Prompts != nil && res.Capabilities.Prompts.ListChanged
+	c.resourcesChange = res.Capabilities.Resources != nil && res.Capabilities.Resources.ListChanged
 	if info, ok := res.Meta[protocol.MetaServerInfo]; ok {
 		_ = json.Unmarshal(info, &c.info)
 	}
@@ -142,7 +144,10 @@ func (c *Client) Era() protocol.Era { return c.era }
 // transport like any other. A subscription the server ends, or that fails,
 // is opened again after a pause, until the connection ends.
 func (c *Client) listen() {
-	params := json.RawMessage(`{"notifications":{"toolsListChanged":true}}`)
+	params, _ := json.Marshal(map[string]any{"notifications": map[string]bool{
+		"toolsListChanged":     c.toolsChange && c.h.ToolsChanged != nil,
+		"promptsListChanged":   c.promptsChange && c.h.PromptsChanged != nil,
+		"resourcesListChanged": c.resourcesChange && c.h.ResourcesChanged != nil}})
 	delay := defaultRetry
 	for c.life.Err() == nil {
 		opened := time.Now()

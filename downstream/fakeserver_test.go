@@ -39,6 +39,12 @@ var rawTools = [][]string{
 	},
 }
 
+// rawPrompts are the fake's two prompts/list pages (one prompt each).
+var rawPrompts = []string{
+	`{"name":"greet","arguments":[{"name":"who","required":true}],"_meta":{"x.example/k":1.50}}`,
+	`{"name":"bye","title":"Bye"}`,
+}
+
 // fake is the state of the scripted server.
 type fake struct {
 	mode string
@@ -198,6 +204,34 @@ func (f *fake) handle(m fakeMsg) {
 		}
 	case "tools/call":
 		f.call(m)
+	case "prompts/list":
+		if strings.Contains(string(m.Params), `"changed"`) {
+			f.notify("notifications/prompts/list_changed", nil)
+		}
+		if strings.Contains(string(m.Params), `"p2"`) {
+			f.reply(m.ID, `{"prompts":[`+rawPrompts[1]+`]}`)
+		} else {
+			f.reply(m.ID, `{"prompts":[`+rawPrompts[0]+`],"nextCursor":"p2"}`)
+		}
+	case "resources/list":
+		if strings.Contains(string(m.Params), `"changed"`) {
+			f.notify("notifications/resources/list_changed", nil)
+		}
+		f.reply(m.ID, `{"resources":[{"uri":"test://a","name":"a"}]}`)
+	case "resources/templates/list":
+		f.reply(m.ID, `{"resourceTemplates":[{"uriTemplate":"test://t/{x}","name":"t"}]}`)
+	case "resources/subscribe":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		f.reply(m.ID, `{}`)
+		f.notify("notifications/resources/updated", map[string]string{"uri": p.URI})
+	case "resources/unsubscribe":
+		f.reply(m.ID, `{}`)
+	case "prompts/get", "completion/complete", "resources/read":
+		// The params come back, so the test sees what was sent.
+		f.reply(m.ID, `{"sent":`+string(m.Params)+`}`)
 	default:
 		f.send(fakeMsg{ID: m.ID, Error: json.RawMessage(`{"code":-32601,"message":"no such method"}`)})
 	}

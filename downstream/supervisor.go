@@ -34,6 +34,19 @@ type Spec struct {
 	// Changed is called (from the actor; it must not block) when the
 	// server's tool list or state changed, so the registry is rebuilt.
 	Changed func()
+	// PromptsChanged, when set, is called (from a goroutine; it must not
+	// block) when the server says its prompt list changed, and when it
+	// connects (its prompts may be new); ResourcesChanged the same for its
+	// resources.
+	PromptsChanged, ResourcesChanged func()
+	// Connected, when set, is called (from the actor; it must not block)
+	// each time the server has connected: what was asked of the last
+	// connection (resource subscriptions) is to be asked again.
+	Connected func()
+	// ResourceUpdated, when set, receives the params of the server's
+	// notifications/resources/updated (from a goroutine; it must not
+	// block).
+	ResourceUpdated func(params json.RawMessage)
 }
 
 // Runtime is what the supervising actors run on. Their owner (troupe's
@@ -304,7 +317,8 @@ func (dc *supervisor) goWork(f func()) {
 
 func (dc *supervisor) dial(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	cfg, timeout, base, notified := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx, &dc.notified
+	cfg, timeout, base, notified, prompts := dc.spec.Config, dc.spec.StartupTimeout, dc.ctx, &dc.notified, dc.spec.PromptsChanged
+	updated, resources := dc.spec.ResourceUpdated, dc.spec.ResourcesChanged
 	dc.handle.publish(nil, StateConnecting, dc.lastErr, nil, false)
 	dc.goWork(func() {
 		dctx, cancel := context.WithTimeout(base, timeout)
@@ -315,6 +329,9 @@ func (dc *supervisor) dial(ctx actor.Context) {
 					root.Send(self, &relist{})
 				}
 			},
+			PromptsChanged:   prompts,
+			ResourcesChanged: resources,
+			ResourceUpdated:  updated,
 		})
 		var list []json.RawMessage
 		if err == nil {
@@ -340,6 +357,15 @@ func (dc *supervisor) onDialed(ctx actor.Context, msg *dialed) {
 	dc.log.Info("downstream: connected", "server", info.Name, "server_version", info.Version,
 		"protocol", msg.client.ProtocolVersion(), "tools", len(msg.tools))
 	dc.setTools(msg.tools)
+	if f := dc.spec.PromptsChanged; f != nil {
+		f()
+	}
+	if f := dc.spec.ResourcesChanged; f != nil {
+		f()
+	}
+	if f := dc.spec.Connected; f != nil {
+		f()
+	}
 	// A list_changed that came while the dial listed may not be in
 	// msg.tools.
 	dc.listAgain(ctx)

@@ -174,6 +174,9 @@ type step struct {
 	Arguments any    `json:"arguments,omitempty"`
 	URI       string `json:"uri,omitempty"`      // readResource
 	Progress  bool   `json:"progress,omitempty"` // callTool: ask for progress, report progressCount
+	// complete: the completion's ref and argument.
+	Ref      any `json:"ref,omitempty"`
+	Argument any `json:"argument,omitempty"`
 }
 
 func listTools() step { return step{Op: "listTools"} }

@@ -17,12 +17,24 @@ const (
 	MethodResourcesRead          = "resources/read"
 	MethodResourcesTemplatesList = "resources/templates/list"
 	MethodElicitationCreate      = "elicitation/create"
+	MethodPromptsList            = "prompts/list"
+	MethodPromptsGet             = "prompts/get"
+	MethodCompletionComplete     = "completion/complete"
+	MethodResourcesSubscribe     = "resources/subscribe"
+	MethodResourcesUnsubscribe   = "resources/unsubscribe"
 
 	NotificationInitialized      = "notifications/initialized"
 	NotificationCancelled        = "notifications/cancelled"
 	NotificationProgress         = "notifications/progress"
 	NotificationMessage          = "notifications/message"
 	NotificationToolsListChanged = "notifications/tools/list_changed"
+	// NotificationPromptsListChanged is relayed from downstream servers.
+	NotificationPromptsListChanged = "notifications/prompts/list_changed"
+	// NotificationResourcesUpdated is relayed from downstream servers to
+	// the sessions subscribed to the resource.
+	NotificationResourcesUpdated = "notifications/resources/updated"
+	// NotificationResourcesListChanged is relayed from downstream servers.
+	NotificationResourcesListChanged = "notifications/resources/list_changed"
 )
 
 // MetaPrefix namespaces every _meta key troupe adds (reverse-DNS form, as the
@@ -72,6 +84,15 @@ type ServerCapabilities struct {
 	// Resources is set because calls' spooled output is served as
 	// resources (resource_link targets).
 	Resources *ResourcesCapability `json:"resources,omitempty"`
+	// Prompts and Completions are set when downstream servers may offer
+	// them (troupe has none of its own).
+	Prompts     *PromptsCapability `json:"prompts,omitempty"`
+	Completions *struct{}          `json:"completions,omitempty"`
+}
+
+// PromptsCapability says the prompt list may change during a session.
+type PromptsCapability struct {
+	ListChanged bool `json:"listChanged"`
 }
 
 // ToolsCapability says the tool list may change during a session.

@@ -66,6 +66,9 @@ async function readScenario(path) {
     if (step?.op === 'listTools') return;
     if (step?.op === 'callTool' && typeof step.name === 'string') return;
     if (step?.op === 'readResource' && typeof step.uri === 'string') return;
+    if (step?.op === 'listPrompts' || step?.op === 'listResources' || step?.op === 'listResourceTemplates') return;
+    if (step?.op === 'getPrompt' && typeof step.name === 'string') return;
+    if (step?.op === 'complete' && step.ref && step.argument) return;
     throw new ScenarioError(`step ${i}: want {"op":"listTools"}, {"op":"callTool","name":...} or {"op":"readResource","uri":...}, got ${JSON.stringify(step)}`);
   });
   return scenario;
@@ -114,6 +117,19 @@ async function listAllTools(client) {
   return { tools, pages };
 }
 
+// listAll follows nextCursor: the entries (under key) of every page of
+// the client's list method, in order.
+async function listAll(client, method, key) {
+  const entries = [];
+  let cursor;
+  do {
+    const page = await client[method](cursor === undefined ? undefined : { cursor });
+    entries.push(...page[key]);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return { [key]: entries };
+}
+
 async function runStep(client, step) {
   try {
     let result;
@@ -122,6 +138,16 @@ async function runStep(client, step) {
       result = await listAllTools(client);
     } else if (step.op === 'readResource') {
       result = await client.readResource({ uri: step.uri });
+    } else if (step.op === 'listPrompts') {
+      result = await listAll(client, 'listPrompts', 'prompts');
+    } else if (step.op === 'listResources') {
+      result = await listAll(client, 'listResources', 'resources');
+    } else if (step.op === 'listResourceTemplates') {
+      result = await listAll(client, 'listResourceTemplates', 'resourceTemplates');
+    } else if (step.op === 'getPrompt') {
+      result = await client.getPrompt({ name: step.name, arguments: step.arguments ?? {} });
+    } else if (step.op === 'complete') {
+      result = await client.complete({ ref: step.ref, argument: step.argument });
     } else {
       const options = { timeout: step.timeoutMs ?? 120000 };
       if (step.progress) {

@@ -12,6 +12,9 @@
 //     request (input_required with one sampling/createMessage); the retry
 //     answers "summary: <the model's text>".
 //
+// Its prompt brief {topic} says "Brief me on <topic>." with an embedded
+// resource, and its resource stateless://blob is binary (not UTF-8).
+//
 // It writes nothing to stdout but the protocol.
 package main
 
@@ -31,6 +34,10 @@ import (
 // deployState is the requestState of deploy's question; a real server
 // would protect it, and this one checks it comes back unchanged.
 const deployState = "deploy-question-1"
+
+// blob is the binary resource's contents: bytes that are not UTF-8, so a
+// hop that decoded them as text would change them.
+var blob = []byte{0x00, 0xff, 0xfe, 0x80, 'M', 'C', 'P', 0xc3, 0x28, 0x0a}
 
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP on this address (default: stdio)")
@@ -53,6 +60,18 @@ func main() {
 	server.AddTool(&mcp.Tool{Name: "summarize", Description: "summarizes with the client's model",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
 		summarize)
+	server.AddPrompt(&mcp.Prompt{Name: "brief", Description: "asks for a brief",
+		Arguments: []*mcp.PromptArgument{{Name: "topic", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Description: "a brief", Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "Brief me on " + req.Params.Arguments["topic"] + "."}},
+				{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "stateless://blob", MIMEType: "application/octet-stream", Blob: blob}}},
+			}}, nil
+		})
+	server.AddResource(&mcp.Resource{URI: "stateless://blob", Name: "blob", MIMEType: "application/octet-stream"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "stateless://blob", MIMEType: "application/octet-stream", Blob: blob}}}, nil
+		})
 
 	if *addr == "" {
 		if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {

@@ -1,0 +1,93 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// The resources a server offers, asked on behalf of troupe's clients
+// (app's gateway tools); results as the server sent them (see prompts.go).
+
+// ListResources asks for one page of the server's resources: the first
+// when cursor is "".
+func (c *Client) ListResources(ctx context.Context, cursor string) (Page, error) {
+	return c.listPage(ctx, "resources/list", "resources", cursor)
+}
+
+// ListResourceTemplates asks for one page of the server's resource
+// templates: the first when cursor is "".
+func (c *Client) ListResourceTemplates(ctx context.Context, cursor string) (Page, error) {
+	return c.listPage(ctx, "resources/templates/list", "resourceTemplates", cursor)
+}
+
+// ReadResource reads uri and returns the ReadResourceResult as the server
+// sent it (binary contents stay the server's base64, byte for byte).
+func (c *Client) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	params, err := json.Marshal(map[string]string{"uri": uri})
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: resources/read: %w", c.name, err)
+	}
+	return c.forward(ctx, "resources/read", params)
+}
+
+// ListResources asks the server's current connection (Client.ListResources).
+func (d *Server) ListResources(ctx context.Context, cursor string) (Page, error) {
+	c, err := d.conn()
+	if err != nil {
+		return Page{}, err
+	}
+	return c.ListResources(ctx, cursor)
+}
+
+// ListResourceTemplates asks the server's current connection
+// (Client.ListResourceTemplates).
+func (d *Server) ListResourceTemplates(ctx context.Context, cursor string) (Page, error) {
+	c, err := d.conn()
+	if err != nil {
+		return Page{}, err
+	}
+	return c.ListResourceTemplates(ctx, cursor)
+}
+
+// ReadResource asks the server's current connection (Client.ReadResource).
+func (d *Server) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	c, err := d.conn()
+	if err != nil {
+		return nil, err
+	}
+	return c.ReadResource(ctx, uri)
+}
+
+// Subscribe asks the server for notifications/resources/updated of uri
+// (Handlers.ResourceUpdated receives them).
+func (c *Client) Subscribe(ctx context.Context, uri string) error {
+	params, _ := json.Marshal(map[string]string{"uri": uri})
+	_, err := c.forward(ctx, "resources/subscribe", params)
+	return err
+}
+
+// Unsubscribe ends a subscription Subscribe made.
+func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
+	params, _ := json.Marshal(map[string]string{"uri": uri})
+	_, err := c.forward(ctx, "resources/unsubscribe", params)
+	return err
+}
+
+// Subscribe asks the server's current connection (Client.Subscribe).
+func (d *Server) Subscribe(ctx context.Context, uri string) error {
+	c, err := d.conn()
+	if err != nil {
+		return err
+	}
+	return c.Subscribe(ctx, uri)
+}
+
+// Unsubscribe asks the server's current connection (Client.Unsubscribe).
+func (d *Server) Unsubscribe(ctx context.Context, uri string) error {
+	c, err := d.conn()
+	if err != nil {
+		return err
+	}
+	return c.Unsubscribe(ctx, uri)
+}
