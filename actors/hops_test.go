@@ -19,6 +19,12 @@ import (
 // messages included.
 const hopBudget = 4
 
+// hopNoise is how far above the budget a measured average may be: a
+// delivery no call causes (the server's idle sweep, the dead-letter
+// throttle) now and then lands in the window; one in 50 calls is 0.02. A
+// call that costs one more delivery shows as a whole 1.
+const hopNoise = 0.1
+
 // TestHopBudgetStdio counts the deliveries of sequential calls over stdio,
 // once the session has an idle invoker: a call spawns no actor and stops
 // none.
@@ -38,7 +44,7 @@ func TestHopBudgetStdio(t *testing.T) {
 	settle(&n)
 	per := float64(n.Load()-before) / calls
 	t.Logf("%.2f deliveries per call", per)
-	if per > hopBudget {
+	if per > hopBudget+hopNoise {
 		t.Fatalf("%.2f mailbox deliveries per call, budget %d", per, hopBudget)
 	}
 }
@@ -104,7 +110,7 @@ func TestHopBudgetHTTP(t *testing.T) {
 	t.Logf("%.2f deliveries per call", per)
 	// A JSON answer is forgotten as it is sent (no streamDelivered): the
 	// HTTP call costs one delivery less than stdio's (no flushOutput).
-	if per > hopBudget-1 {
+	if per > hopBudget-1+hopNoise {
 		t.Fatalf("%.2f mailbox deliveries per call over HTTP, budget %d", per, hopBudget-1)
 	}
 }

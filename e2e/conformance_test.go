@@ -38,27 +38,11 @@ const (
 )
 
 // conformanceGaps are the scenarios the fixture passes alone that troupe does
-// not pass yet, each with the part of issue 26 that makes it pass. The test
-// fails if one of them passes through troupe: remove it here as that part
-// lands, so that from then on it must keep passing.
-var conformanceGaps = map[string]string{
-	// Prompts: troupe answers prompts/list and prompts/get -32601.
-	"prompts-list":                  "downstream prompts",
-	"prompts-get-simple":            "downstream prompts",
-	"prompts-get-with-args":         "downstream prompts",
-	"prompts-get-embedded-resource": "downstream prompts",
-	"prompts-get-with-image":        "downstream prompts",
-	// Resources: resources/read knows only troupe's own troupe://output/…
-	// (-32002 for the server's), resources/subscribe is -32601.
-	// (resources-list passes already: troupe's own, empty, list is well formed.)
-	"resources-read-text":      "downstream resources: read",
-	"resources-read-binary":    "downstream resources: read",
-	"resources-templates-read": "downstream resources: templates",
-	"resources-subscribe":      "downstream resources: subscriptions",
-	"resources-unsubscribe":    "downstream resources: subscriptions",
-	// Completions: completion/complete is -32601.
-	"completion-complete": "downstream completions",
-}
+// not pass yet, each with the reason. The test fails if one of them passes
+// through troupe: remove it here as its fix lands, so that from then on it
+// must keep passing. Since issue 26 (prompts, resources, completions and
+// sampling through the gateway) every scenario passes and the list is empty.
+var conformanceGaps = map[string]string{}
 
 // TestConformanceThroughTroupe runs the suite's server scenarios against the
 // fixture alone, then against troupe serving streamable HTTP with the fixture
