@@ -205,11 +205,26 @@ func gatewayError(err error) *protocol.CallToolResult {
 type listCursor struct {
 	Server string `json:"s"`
 	Cursor string `json:"c,omitempty"`
+	// Skip is how many entries of that server page were forwarded
+	// already (a page larger than maxListEntries); Pages how many of the
+	// server's pages were read before it (maxServerPages).
+	Skip  int `json:"k,omitempty"`
+	Pages int `json:"p,omitempty"`
 }
 
 // maxGatewayPages bounds the server pages one merged list request reads
 // while they come back empty (filtered out, or servers without any).
 const maxGatewayPages = 20
+
+// maxListEntries bounds the entries of one page troupe forwards: a server
+// page that holds more is split over troupe's pages (the cursor names the
+// offset into it), so no client gets a page of 100,000 entries at once.
+const maxListEntries = 1000
+
+// maxServerPages bounds the pages of one server one merged listing reads
+// (over all of the client's requests): a server whose cursors never end
+// is cut there, with a warning, and the listing goes on to the next.
+const maxServerPages = 1000
 
 // mergedList is one kind of list merged over the servers.
 type mergedList struct {
@@ -240,11 +255,11 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 		return nil, tools.Errorf(tools.KindInvalidArgument, "invalid params: %v", err)
 	}
 	servers := g.servers()
-	at, cur := 0, ""
+	at, cur, skip, pages := 0, "", 0, 0
 	if p.Cursor != nil {
 		var c listCursor
 		b, err := base64.RawURLEncoding.DecodeString(*p.Cursor)
-		if err != nil || json.Unmarshal(b, &c) != nil {
+		if err != nil || json.Unmarshal(b, &c) != nil || c.Skip < 0 || c.Pages < 0 {
 			return nil, tools.Errorf(tools.KindInvalidArgument, "unknown cursor")
 		}
 		at = slices.IndexFunc(servers, func(s gatewayServer) bool { return s.name >= c.Server })
@@ -252,7 +267,7 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			at = len(servers)
 		}
 		if at < len(servers) && servers[at].name == c.Server {
-			cur = c.Cursor
+			cur, skip, pages = c.Cursor, c.Skip, c.Pages
 		}
 	}
 	items := append([]json.RawMessage{}, p.Own...)
@@ -278,7 +293,17 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			g.log.Debug(m.key+": server skipped", "server", s.name, "err", err)
 			page = downstream.Page{}
 		}
-		items = append(items, m.expose(servers[:at], s, cur == "", page.Items)...)
+		part, first := page.Items, cur == "" && skip == 0
+		if skip >= len(part) {
+			part = nil
+		} else {
+			part = part[skip:]
+		}
+		split := len(part) > maxListEntries
+		if split {
+			part = part[:maxListEntries]
+		}
+		items = append(items, m.expose(servers[:at], s, first, part)...)
 		switch {
 		case page.TTLMs == nil:
 			ttl = new(int64)
@@ -286,10 +311,17 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			ttl = page.TTLMs
 		}
 		private = private || page.Private
-		if page.NextCursor != "" {
-			cur = page.NextCursor
-		} else {
-			at, cur = at+1, ""
+		switch {
+		case split:
+			skip += maxListEntries
+		case page.NextCursor != "" && pages+1 >= maxServerPages:
+			g.log.Warn(m.key+": the server's list was cut: it has more than the pages troupe reads of one server",
+				"server", s.name, "pages", maxServerPages)
+			at, cur, skip, pages = at+1, "", 0, 0
+		case page.NextCursor != "":
+			cur, skip, pages = page.NextCursor, 0, pages+1
+		default:
+			at, cur, skip, pages = at+1, "", 0, 0
 		}
 		if len(items) > 0 {
 			break
@@ -306,7 +338,7 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 		}
 	}
 	if at < len(servers) {
-		b, _ := json.Marshal(listCursor{Server: servers[at].name, Cursor: cur})
+		b, _ := json.Marshal(listCursor{Server: servers[at].name, Cursor: cur, Skip: skip, Pages: pages})
 		out["nextCursor"] = base64.RawURLEncoding.EncodeToString(b)
 	}
 	return out, nil
