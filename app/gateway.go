@@ -70,6 +70,9 @@ type gateway struct {
 	log     *slog.Logger
 	reg     *tools.Registry
 	subs    *subscriptions
+	// notices folds floods of the servers' list_changed and
+	// resources/updated notifications (see coalescer).
+	notices *coalescer
 
 	mu sync.Mutex
 	// known are the exposed prompt names each server listed last (its
@@ -119,7 +122,8 @@ func (a *App) newGateway(cfg *config.Config) *gateway {
 			return tools.Policy{Allow: c.Prompts.Allow, Deny: c.Prompts.Deny}
 		},
 	}
-	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}}
+	g.notices = newCoalescer(noticeInterval)
+	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}, notices: g.notices}
 	reg, err := tools.NewRegistry(
 		gatewayTool{protocol.MethodPromptsList, g.listPrompts},
 		gatewayTool{protocol.MethodPromptsGet, g.getPrompt},
@@ -147,9 +151,11 @@ func (g *gateway) registry() *tools.Registry {
 }
 
 // wait waits for the gateway's background work (unsubscribes after
-// sessions' ends).
+// sessions' ends) and drops the notifications still folded (troupe is
+// shutting down).
 func (g *gateway) wait() {
 	if g != nil {
+		g.notices.stop()
 		g.subs.work.Wait()
 	}
 }

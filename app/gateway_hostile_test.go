@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"troupe/downstream"
 	"troupe/tools"
@@ -111,5 +113,82 @@ func TestGatewayEndlessCursorsEnd(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "pages") || !strings.Contains(logs.String(), "server=a") {
 		t.Fatalf("no warning naming the server: %s", logs.String())
+	}
+}
+
+// TestSubscriptionStormIsCoalesced: a server that sends 10,000
+// notifications/resources/updated for a held URI at once reaches the
+// holding session as a handful, the last of which is the latest; a URI
+// nobody holds costs nothing.
+func TestSubscriptionStormIsCoalesced(t *testing.T) {
+	srv := &countingServer{resourceServer: resourceServer{uris: []string{"x://r"}}}
+	g, _ := testGateway(tools.Policy{Allow: []string{"*"}}, gatewayServer{name: "s", src: srv})
+	co := newCoalescer(50 * time.Millisecond)
+	defer co.stop()
+	ss := &subscriptions{g: g, byURI: map[string]*heldURI{}, notices: co}
+	a := &fakeSession{id: "a"}
+	if _, err := ss.subscribe(context.Background(), &tools.Request{Arguments: json.RawMessage(`{"uri":"x://r"}`), Session: a}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 10_000 {
+		ss.updated("s", json.RawMessage(fmt.Sprintf(`{"uri":"x://r","_meta":{"n":%d}}`, i)))
+		ss.updated("s", json.RawMessage(fmt.Sprintf(`{"uri":"x://other%d"}`, i)))
+	}
+	// At most one per interval, plus the first and the trailing one.
+	bound := int(time.Since(start)/(50*time.Millisecond)) + 3
+	last := `notifications/resources/updated {"uri":"x://r","_meta":{"n":9999}}`
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		told := a.heard()
+		if len(told) > bound {
+			t.Fatalf("the session was told %d times, want at most %d", len(told), bound)
+		}
+		if len(told) > 0 && told[len(told)-1] == last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the latest update never came: %q", told)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	co.mu.Lock()
+	n := len(co.keys)
+	co.mu.Unlock()
+	if n > 1 {
+		t.Fatalf("the coalescer holds %d keys, want at most the held URI", n)
+	}
+}
+
+// TestCoalescerBoundsAFlood: 10,000 list_changed at once pass as the
+// first and one more after the interval; later ones pass again.
+func TestCoalescerBoundsAFlood(t *testing.T) {
+	co := newCoalescer(50 * time.Millisecond)
+	defer co.stop()
+	var mu sync.Mutex
+	got := 0
+	count := func() {
+		mu.Lock()
+		got++
+		mu.Unlock()
+	}
+	seen := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+	for range 10_000 {
+		co.send("prompts", count)
+	}
+	if seen() != 1 {
+		t.Fatalf("%d delivered at once, want 1", seen())
+	}
+	time.Sleep(200 * time.Millisecond)
+	if seen() != 2 {
+		t.Fatalf("%d delivered after the interval, want 2 (the first and the latest)", seen())
+	}
+	co.send("prompts", count)
+	if seen() != 3 {
+		t.Fatalf("a notification after a quiet interval was held back (%d delivered)", seen())
 	}
 }

@@ -130,7 +130,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	ds := a.newDownstreams(host)
 	ds.parkTimeout = cfg.Approvals.Timeout
 	if gw != nil {
-		ds.subs = gw.subs
+		ds.subs, ds.notices = gw.subs, gw.notices
 	}
 	ds.changed = func() {
 		select {
