@@ -99,13 +99,16 @@ func (ds *downstreams) gatewayServers() []gatewayServer {
 	return out
 }
 
-// newGateway is the gateway over the servers of the running App when cfg
-// configures a downstream server; nil otherwise (the methods are then not
-// declared).
-func (a *App) newGateway(cfg *config.Config) *gateway {
-	if !cfg.Features.EnableMcpServerSurface || len(cfg.McpServers) == 0 {
-		return nil
-	}
+// gatewayOffered says cfg configures a downstream server: then sessions
+// get the gateway (its methods declared); else the methods do not exist.
+func gatewayOffered(cfg *config.Config) bool {
+	return cfg.Features.EnableMcpServerSurface && len(cfg.McpServers) > 0
+}
+
+// newGateway is the gateway over the servers of the running App. It is
+// made whatever the configuration, since a reload may add the first
+// server: gatewayOffered says whether sessions get it (App.offerGateway).
+func (a *App) newGateway() *gateway {
 	g := &gateway{log: a.log, known: map[string]map[string]bool{},
 		uris: map[string]map[string]bool{}, templates: map[string]map[string]*regexp.Regexp{},
 		servers: func() []gatewayServer {
@@ -141,23 +144,27 @@ func (a *App) newGateway(cfg *config.Config) *gateway {
 	return g
 }
 
-// registry is the gateway's tools (SessionOptions.Gateway); nil for no
-// gateway.
-func (g *gateway) registry() *tools.Registry {
-	if g == nil {
-		return nil
+// offerGateway gives the sessions that start from now on the gateway
+// when cfg configures a downstream server, and no gateway otherwise: a
+// reload that adds the first server declares prompts, completions and
+// resources to new sessions without a restart.
+func (a *App) offerGateway(host *actors.Host, gw *gateway, cfg *config.Config) {
+	if !gatewayOffered(cfg) {
+		host.SetGateway(nil)
+		return
 	}
-	return g.reg
+	if a.obs != nil {
+		a.obs.gateway.Store(gw.reg) // metrics label its calls by name
+	}
+	host.SetGateway(gw.reg)
 }
 
 // wait waits for the gateway's background work (unsubscribes after
 // sessions' ends) and drops the notifications still folded (troupe is
 // shutting down).
 func (g *gateway) wait() {
-	if g != nil {
-		g.notices.stop()
-		g.subs.work.Wait()
-	}
+	g.notices.stop()
+	g.subs.work.Wait()
 }
 
 // gatewayTool is one gateway method as a tool.
