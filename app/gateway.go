@@ -160,10 +160,8 @@ func (a *App) offerGateway(host *actors.Host, gw *gateway, cfg *config.Config) {
 }
 
 // wait waits for the gateway's background work (unsubscribes after
-// sessions' ends) and drops the notifications still folded (troupe is
-// shutting down).
+// sessions' ends).
 func (g *gateway) wait() {
-	g.notices.stop()
 	g.subs.work.Wait()
 }
 

@@ -106,6 +106,8 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	host := actors.NewHost(hostOpts)
 	closeHost := func() {
+		// Folded notifications are dropped, none sent to a closing host.
+		gw.notices.stop()
 		if !host.Close(shutdownSlack) {
 			log.Warn("some tool calls did not stop in time")
 		}
