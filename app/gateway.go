@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"troupe/actors"
 	"troupe/config"
@@ -81,6 +82,8 @@ type gateway struct {
 	known     map[string]map[string]bool
 	uris      map[string]map[string]bool
 	templates map[string]map[string]*regexp.Regexp
+	// held are the server pages being split, by kind of list (heldPage).
+	held map[string]*heldPage
 }
 
 // gatewayServers are the running servers for the gateway, in name order.
@@ -109,7 +112,7 @@ func gatewayOffered(cfg *config.Config) bool {
 // made whatever the configuration, since a reload may add the first
 // server: gatewayOffered says whether sessions get it (App.offerGateway).
 func (a *App) newGateway() *gateway {
-	g := &gateway{log: a.log, known: map[string]map[string]bool{},
+	g := &gateway{log: a.log, known: map[string]map[string]bool{}, held: map[string]*heldPage{},
 		uris: map[string]map[string]bool{}, templates: map[string]map[string]*regexp.Regexp{},
 		servers: func() []gatewayServer {
 			a.mu.Lock()
@@ -245,6 +248,48 @@ type mergedList struct {
 	expose func(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage
 }
 
+// heldPage is a server page larger than maxListEntries that troupe's
+// next pages of a list go on splitting, so the server is not asked for it
+// again for each: one per kind of list (the latest split), kept at most
+// heldPageTTL.
+type heldPage struct {
+	server, cursor string
+	page           downstream.Page
+	until          time.Time
+}
+
+// heldPageTTL is how long a split server page is kept for the client's
+// next page; later it is asked for again.
+const heldPageTTL = 30 * time.Second
+
+// serverPage is s's page at cursor: the held one when troupe is splitting
+// it (skip > 0), else asked of the server.
+func (g *gateway) serverPage(ctx context.Context, m mergedList, s gatewayServer, cursor string, skip int) (downstream.Page, error) {
+	if skip > 0 {
+		g.mu.Lock()
+		h := g.held[m.key]
+		g.mu.Unlock()
+		if h != nil && h.server == s.name && h.cursor == cursor && time.Now().Before(h.until) {
+			return h.page, nil
+		}
+	}
+	return m.list(s, ctx, cursor)
+}
+
+// holdPage keeps page while troupe splits it (split), and lets it go once
+// its last part is forwarded.
+func (g *gateway) holdPage(key, server, cursor string, page downstream.Page, split bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if split {
+		g.held[key] = &heldPage{server: server, cursor: cursor, page: page, until: time.Now().Add(heldPageTTL)}
+		return
+	}
+	if h := g.held[key]; h != nil && h.server == server && h.cursor == cursor {
+		delete(g.held, key)
+	}
+}
+
 // listArgs are the arguments of a merged list's tool: the client's
 // cursor, and troupe's own entries (actors adds them to a first page).
 type listArgs struct {
@@ -295,7 +340,7 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			break
 		}
 		s := servers[at]
-		page, err := m.list(s, ctx, cur)
+		page, err := g.serverPage(ctx, m, s, cur, skip)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
@@ -322,6 +367,7 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			ttl = page.TTLMs
 		}
 		private = private || page.Private
+		g.holdPage(m.key, s.name, cur, page, split)
 		switch {
 		case split:
 			skip += maxListEntries

@@ -75,7 +75,7 @@ func listResourcesAll(t *testing.T, g *gateway, limit int) (uris []string, large
 
 // TestGatewayHugeServerPageIsSplit: a server page of 100,000 resources
 // reaches the client as pages of at most maxListEntries, every entry once
-// and in order, then the next server's.
+// and in order, then the next server's; the server is asked once.
 func TestGatewayHugeServerPageIsSplit(t *testing.T) {
 	huge := &hugeServer{n: 100_000}
 	after := &resourceServer{uris: []string{"z://after"}}
@@ -94,6 +94,13 @@ func TestGatewayHugeServerPageIsSplit(t *testing.T) {
 		if uris[i] != "huge://"+strconv.Itoa(i) {
 			t.Fatalf("entry %d is %q", i, uris[i])
 		}
+	}
+	// The page is held while it is split, not asked for again each time.
+	if huge.asked != 1 {
+		t.Errorf("the server was asked %d times for its page", huge.asked)
+	}
+	if len(g.held) != 0 {
+		t.Errorf("%d split pages still held after the last part", len(g.held))
 	}
 }
 
