@@ -123,6 +123,14 @@ func (h *Host) ResourcesChanged() {
 	h.system.Root.Send(h.server, &gatewayChanged{resources: true})
 }
 
+// SetGateway makes reg the Gateway of the sessions that start from now on
+// (nil: none, the methods are not declared), as a reload adds the first
+// downstream server or removes the last; running sessions keep the one
+// whose capabilities they declared.
+func (h *Host) SetGateway(reg *tools.Registry) {
+	h.system.Root.Send(h.server, &gatewaySet{gateway: reg})
+}
+
 // gatewayChanged sends the list_changed notification to an initialized
 // session's client and to each subscription that asked for it.
 func (s *session) gatewayChanged(msg *gatewayChanged) {

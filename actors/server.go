@@ -62,6 +62,11 @@ type allStopped struct{}
 // the server and connections to every session.
 type registryChanged struct{ registry *tools.Registry }
 
+// gatewaySet carries the Gateway for new sessions from Host.SetGateway to
+// the server. Sessions already running keep theirs: they declared its
+// capabilities when they began.
+type gatewaySet struct{ gateway *tools.Registry }
+
 // ended is sent to the server by a connection or HTTP session as it stops.
 type ended struct {
 	id   string
@@ -83,6 +88,10 @@ func (s *server) Receive(ctx actor.Context) {
 		for _, pid := range s.live {
 			ctx.Send(pid, msg)
 		}
+	case *gatewaySet:
+		next := *s.session // copy on write, as for registryChanged
+		next.Gateway = msg.gateway
+		s.session = &next
 	case *gatewayChanged:
 		for _, pid := range s.live {
 			ctx.Send(pid, msg)

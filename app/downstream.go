@@ -107,6 +107,10 @@ type downstreams struct {
 	// subs are the gateway's resource subscriptions, told of servers'
 	// updates and reconnects; nil without a gateway.
 	subs *subscriptions
+	// notices folds floods of the servers' prompts and resources
+	// list_changed into at most one per noticeInterval each (nil: none
+	// folded).
+	notices *coalescer
 
 	mu      sync.Mutex
 	running map[string]*runningServer
@@ -161,8 +165,10 @@ func (ds *downstreams) apply(cfg *config.Config) {
 			ds.log.Error("downstream server not started", "server", name, "err", err)
 			continue
 		}
+		notices, host := ds.notices, ds.host
 		spec := downstream.Spec{Config: ccfg, StartupTimeout: startupTimeout(s), Changed: ds.changed,
-			PromptsChanged: ds.host.PromptsChanged, ResourcesChanged: ds.host.ResourcesChanged}
+			PromptsChanged:   func() { notices.send("prompts", host.PromptsChanged) },
+			ResourcesChanged: func() { notices.send("resources", host.ResourcesChanged) }}
 		if subs := ds.subs; subs != nil {
 			spec.Connected = func() { subs.connected(name) }
 			spec.ResourceUpdated = func(params json.RawMessage) { subs.updated(name, params) }

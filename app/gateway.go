@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"troupe/actors"
 	"troupe/config"
@@ -70,6 +71,9 @@ type gateway struct {
 	log     *slog.Logger
 	reg     *tools.Registry
 	subs    *subscriptions
+	// notices folds floods of the servers' list_changed and
+	// resources/updated notifications (see coalescer).
+	notices *coalescer
 
 	mu sync.Mutex
 	// known are the exposed prompt names each server listed last (its
@@ -78,6 +82,8 @@ type gateway struct {
 	known     map[string]map[string]bool
 	uris      map[string]map[string]bool
 	templates map[string]map[string]*regexp.Regexp
+	// held are the server pages being split, by kind of list (heldPage).
+	held map[string]*heldPage
 }
 
 // gatewayServers are the running servers for the gateway, in name order.
@@ -96,14 +102,17 @@ func (ds *downstreams) gatewayServers() []gatewayServer {
 	return out
 }
 
-// newGateway is the gateway over the servers of the running App when cfg
-// configures a downstream server; nil otherwise (the methods are then not
-// declared).
-func (a *App) newGateway(cfg *config.Config) *gateway {
-	if !cfg.Features.EnableMcpServerSurface || len(cfg.McpServers) == 0 {
-		return nil
-	}
-	g := &gateway{log: a.log, known: map[string]map[string]bool{},
+// gatewayOffered says cfg configures a downstream server: then sessions
+// get the gateway (its methods declared); else the methods do not exist.
+func gatewayOffered(cfg *config.Config) bool {
+	return cfg.Features.EnableMcpServerSurface && len(cfg.McpServers) > 0
+}
+
+// newGateway is the gateway over the servers of the running App. It is
+// made whatever the configuration, since a reload may add the first
+// server: gatewayOffered says whether sessions get it (App.offerGateway).
+func (a *App) newGateway() *gateway {
+	g := &gateway{log: a.log, known: map[string]map[string]bool{}, held: map[string]*heldPage{},
 		uris: map[string]map[string]bool{}, templates: map[string]map[string]*regexp.Regexp{},
 		servers: func() []gatewayServer {
 			a.mu.Lock()
@@ -119,7 +128,8 @@ func (a *App) newGateway(cfg *config.Config) *gateway {
 			return tools.Policy{Allow: c.Prompts.Allow, Deny: c.Prompts.Deny}
 		},
 	}
-	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}}
+	g.notices = newCoalescer(noticeInterval)
+	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}, notices: g.notices}
 	reg, err := tools.NewRegistry(
 		gatewayTool{protocol.MethodPromptsList, g.listPrompts},
 		gatewayTool{protocol.MethodPromptsGet, g.getPrompt},
@@ -137,21 +147,25 @@ func (a *App) newGateway(cfg *config.Config) *gateway {
 	return g
 }
 
-// registry is the gateway's tools (SessionOptions.Gateway); nil for no
-// gateway.
-func (g *gateway) registry() *tools.Registry {
-	if g == nil {
-		return nil
+// offerGateway gives the sessions that start from now on the gateway
+// when cfg configures a downstream server, and no gateway otherwise: a
+// reload that adds the first server declares prompts, completions and
+// resources to new sessions without a restart.
+func (a *App) offerGateway(host *actors.Host, gw *gateway, cfg *config.Config) {
+	if !gatewayOffered(cfg) {
+		host.SetGateway(nil)
+		return
 	}
-	return g.reg
+	if a.obs != nil {
+		a.obs.gateway.Store(gw.reg) // metrics label its calls by name
+	}
+	host.SetGateway(gw.reg)
 }
 
 // wait waits for the gateway's background work (unsubscribes after
 // sessions' ends).
 func (g *gateway) wait() {
-	if g != nil {
-		g.subs.work.Wait()
-	}
+	g.subs.work.Wait()
 }
 
 // gatewayTool is one gateway method as a tool.
@@ -205,11 +219,26 @@ func gatewayError(err error) *protocol.CallToolResult {
 type listCursor struct {
 	Server string `json:"s"`
 	Cursor string `json:"c,omitempty"`
+	// Skip is how many entries of that server page were forwarded
+	// already (a page larger than maxListEntries); Pages how many of the
+	// server's pages were read before it (maxServerPages).
+	Skip  int `json:"k,omitempty"`
+	Pages int `json:"p,omitempty"`
 }
 
 // maxGatewayPages bounds the server pages one merged list request reads
 // while they come back empty (filtered out, or servers without any).
 const maxGatewayPages = 20
+
+// maxListEntries bounds the entries of one page troupe forwards: a server
+// page that holds more is split over troupe's pages (the cursor names the
+// offset into it), so no client gets a page of 100,000 entries at once.
+const maxListEntries = 1000
+
+// maxServerPages bounds the pages of one server one merged listing reads
+// (over all of the client's requests): a server whose cursors never end
+// is cut there, with a warning, and the listing goes on to the next.
+const maxServerPages = 1000
 
 // mergedList is one kind of list merged over the servers.
 type mergedList struct {
@@ -217,6 +246,48 @@ type mergedList struct {
 	list func(s gatewayServer, ctx context.Context, cursor string) (downstream.Page, error)
 	// expose makes a page of s's entries what troupe's clients see.
 	expose func(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage
+}
+
+// heldPage is a server page larger than maxListEntries that troupe's
+// next pages of a list go on splitting, so the server is not asked for it
+// again for each: one per kind of list (the latest split), kept at most
+// heldPageTTL.
+type heldPage struct {
+	server, cursor string
+	page           downstream.Page
+	until          time.Time
+}
+
+// heldPageTTL is how long a split server page is kept for the client's
+// next page; later it is asked for again.
+const heldPageTTL = 30 * time.Second
+
+// serverPage is s's page at cursor: the held one when troupe is splitting
+// it (skip > 0), else asked of the server.
+func (g *gateway) serverPage(ctx context.Context, m mergedList, s gatewayServer, cursor string, skip int) (downstream.Page, error) {
+	if skip > 0 {
+		g.mu.Lock()
+		h := g.held[m.key]
+		g.mu.Unlock()
+		if h != nil && h.server == s.name && h.cursor == cursor && time.Now().Before(h.until) {
+			return h.page, nil
+		}
+	}
+	return m.list(s, ctx, cursor)
+}
+
+// holdPage keeps page while troupe splits it (split), and lets it go once
+// its last part is forwarded.
+func (g *gateway) holdPage(key, server, cursor string, page downstream.Page, split bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if split {
+		g.held[key] = &heldPage{server: server, cursor: cursor, page: page, until: time.Now().Add(heldPageTTL)}
+		return
+	}
+	if h := g.held[key]; h != nil && h.server == server && h.cursor == cursor {
+		delete(g.held, key)
+	}
 }
 
 // listArgs are the arguments of a merged list's tool: the client's
@@ -240,11 +311,11 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 		return nil, tools.Errorf(tools.KindInvalidArgument, "invalid params: %v", err)
 	}
 	servers := g.servers()
-	at, cur := 0, ""
+	at, cur, skip, pages := 0, "", 0, 0
 	if p.Cursor != nil {
 		var c listCursor
 		b, err := base64.RawURLEncoding.DecodeString(*p.Cursor)
-		if err != nil || json.Unmarshal(b, &c) != nil {
+		if err != nil || json.Unmarshal(b, &c) != nil || c.Skip < 0 || c.Pages < 0 {
 			return nil, tools.Errorf(tools.KindInvalidArgument, "unknown cursor")
 		}
 		at = slices.IndexFunc(servers, func(s gatewayServer) bool { return s.name >= c.Server })
@@ -252,7 +323,7 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			at = len(servers)
 		}
 		if at < len(servers) && servers[at].name == c.Server {
-			cur = c.Cursor
+			cur, skip, pages = c.Cursor, c.Skip, c.Pages
 		}
 	}
 	items := append([]json.RawMessage{}, p.Own...)
@@ -269,7 +340,7 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			break
 		}
 		s := servers[at]
-		page, err := m.list(s, ctx, cur)
+		page, err := g.serverPage(ctx, m, s, cur, skip)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
@@ -278,7 +349,17 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			g.log.Debug(m.key+": server skipped", "server", s.name, "err", err)
 			page = downstream.Page{}
 		}
-		items = append(items, m.expose(servers[:at], s, cur == "", page.Items)...)
+		part, first := page.Items, cur == "" && skip == 0
+		if skip >= len(part) {
+			part = nil
+		} else {
+			part = part[skip:]
+		}
+		split := len(part) > maxListEntries
+		if split {
+			part = part[:maxListEntries]
+		}
+		items = append(items, m.expose(servers[:at], s, first, part)...)
 		switch {
 		case page.TTLMs == nil:
 			ttl = new(int64)
@@ -286,10 +367,18 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			ttl = page.TTLMs
 		}
 		private = private || page.Private
-		if page.NextCursor != "" {
-			cur = page.NextCursor
-		} else {
-			at, cur = at+1, ""
+		g.holdPage(m.key, s.name, cur, page, split)
+		switch {
+		case split:
+			skip += maxListEntries
+		case page.NextCursor != "" && pages+1 >= maxServerPages:
+			g.log.Warn(m.key+": the server's list was cut: it has more than the pages troupe reads of one server",
+				"server", s.name, "pages", maxServerPages)
+			at, cur, skip, pages = at+1, "", 0, 0
+		case page.NextCursor != "":
+			cur, skip, pages = page.NextCursor, 0, pages+1
+		default:
+			at, cur, skip, pages = at+1, "", 0, 0
 		}
 		if len(items) > 0 {
 			break
@@ -306,7 +395,7 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 		}
 	}
 	if at < len(servers) {
-		b, _ := json.Marshal(listCursor{Server: servers[at].name, Cursor: cur})
+		b, _ := json.Marshal(listCursor{Server: servers[at].name, Cursor: cur, Skip: skip, Pages: pages})
 		out["nextCursor"] = base64.RawURLEncoding.EncodeToString(b)
 	}
 	return out, nil

@@ -45,6 +45,10 @@ type heldURI struct {
 type subscriptions struct {
 	g *gateway
 
+	// notices folds a server's floods of notifications/resources/updated
+	// per URI (nil in tests that want each one).
+	notices *coalescer
+
 	mu    sync.Mutex
 	byURI map[string]*heldURI
 	work  sync.WaitGroup
@@ -165,25 +169,37 @@ func (ss *subscriptions) sessionEnded(id string) {
 }
 
 // updated relays a server's notifications/resources/updated to the
-// sessions holding its URI at that server.
+// sessions holding its URI at that server. A flood for one URI is folded
+// (ss.notices): the sessions get at most one per noticeInterval, the
+// latest; an update for a URI nobody holds there is dropped at once.
 func (ss *subscriptions) updated(server string, params json.RawMessage) {
 	var p struct {
 		URI string `json:"uri"`
 	}
-	if json.Unmarshal(params, &p) != nil || p.URI == "" {
+	if json.Unmarshal(params, &p) != nil || p.URI == "" || !ss.holds(server, p.URI) {
 		return
 	}
-	ss.mu.Lock()
-	var to []tools.Session
-	if h, ok := ss.byURI[p.URI]; ok && h.server == server {
-		for _, s := range h.sessions {
-			to = append(to, s)
+	ss.notices.send("updated\x00"+server+"\x00"+p.URI, func() {
+		ss.mu.Lock()
+		var to []tools.Session
+		if h, ok := ss.byURI[p.URI]; ok && h.server == server {
+			for _, s := range h.sessions {
+				to = append(to, s)
+			}
 		}
-	}
-	ss.mu.Unlock()
-	for _, s := range to {
-		s.Notify(protocol.NotificationResourcesUpdated, params)
-	}
+		ss.mu.Unlock()
+		for _, s := range to {
+			s.Notify(protocol.NotificationResourcesUpdated, params)
+		}
+	})
+}
+
+// holds says some session holds uri at server.
+func (ss *subscriptions) holds(server, uri string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	h, ok := ss.byURI[uri]
+	return ok && h.server == server
 }
 
 // connected subscribes again, in the background, to the URIs held at

@@ -35,12 +35,22 @@ func (c *countingServer) Unsubscribe(_ context.Context, uri string) error {
 // fakeSession records what it is told.
 type fakeSession struct {
 	id   string
+	mu   sync.Mutex // told from the coalescer's timers too
 	told []string
+}
+
+// heard is what the session was told so far.
+func (f *fakeSession) heard() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.told)
 }
 
 func (f *fakeSession) ID() string           { return f.id }
 func (f *fakeSession) Client() tools.Client { return nil }
 func (f *fakeSession) Notify(method string, p any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.told = append(f.told, method+" "+string(p.(json.RawMessage)))
 }
 

@@ -67,7 +67,7 @@ func (p *pagedPrompts) ReadResource(context.Context, string) (json.RawMessage, e
 func testGateway(policy tools.Policy, servers ...gatewayServer) (*gateway, *bytes.Buffer) {
 	var logs bytes.Buffer
 	return &gateway{servers: func() []gatewayServer { return servers }, policy: func() tools.Policy { return policy },
-		log: slog.New(slog.NewTextHandler(&logs, nil)), known: map[string]map[string]bool{},
+		log: slog.New(slog.NewTextHandler(&logs, nil)), known: map[string]map[string]bool{}, held: map[string]*heldPage{},
 		uris: map[string]map[string]bool{}, templates: map[string]map[string]*regexp.Regexp{}}, &logs
 }
 

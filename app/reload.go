@@ -39,6 +39,9 @@ func (a *App) Reload(next *config.Config) error {
 	if a.opts.Secrets != nil {
 		a.opts.Secrets.Store(Secrets(next))
 	}
+	if run.gw != nil {
+		a.offerGateway(run.host, run.gw, next)
+	}
 	a.setRegistry(run.host, reg)
 	a.warnUnenforceable(next, reg)
 	var atStart []string

@@ -46,6 +46,7 @@ type RunOptions struct {
 type running struct {
 	host *actors.Host
 	ds   *downstreams
+	gw   *gateway // what a reload offers new sessions (App.offerGateway)
 	web  *httpFront
 }
 
@@ -95,14 +96,18 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 
 	hostOpts := a.hostOptions(cfg, spoolDir, auditLog)
-	gw := a.newGateway(cfg)
-	hostOpts.Session.Gateway = gw.registry()
-	if a.obs != nil && gw != nil {
-		a.obs.gateway.Store(gw.reg)
-		a.obs.setTools(a.registry)
+	gw := a.newGateway()
+	if gatewayOffered(cfg) {
+		hostOpts.Session.Gateway = gw.reg
+		if a.obs != nil {
+			a.obs.gateway.Store(gw.reg)
+			a.obs.setTools(a.registry)
+		}
 	}
 	host := actors.NewHost(hostOpts)
 	closeHost := func() {
+		// Folded notifications are dropped, none sent to a closing host.
+		gw.notices.stop()
 		if !host.Close(shutdownSlack) {
 			log.Warn("some tool calls did not stop in time")
 		}
@@ -129,9 +134,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	rebuild := make(chan struct{}, 1)
 	ds := a.newDownstreams(host)
 	ds.parkTimeout = cfg.Approvals.Timeout
-	if gw != nil {
-		ds.subs = gw.subs
-	}
+	ds.subs, ds.notices = gw.subs, gw.notices
 	ds.changed = func() {
 		select {
 		case rebuild <- struct{}{}:
@@ -139,7 +142,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		}
 	}
 	a.mu.Lock()
-	a.run = &running{host: host, ds: ds}
+	a.run = &running{host: host, ds: ds, gw: gw}
 	a.mu.Unlock()
 	a.obs.run(hostOpts.Session.Spool.Shared, ds)
 	defer func() {

@@ -217,6 +217,20 @@ func (f *fake) handle(m fakeMsg) {
 		if strings.Contains(string(m.Params), `"changed"`) {
 			f.notify("notifications/resources/list_changed", nil)
 		}
+		if strings.Contains(string(m.Params), `"huge"`) {
+			// 100,000 resources in one page: about 6 MB on one line.
+			var b strings.Builder
+			b.WriteString(`{"resources":[`)
+			for i := range 100_000 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `{"uri":"test://r/%06d","name":"resource %06d","mimeType":"text/plain"}`, i, i)
+			}
+			b.WriteString(`]}`)
+			f.reply(m.ID, b.String())
+			return
+		}
 		f.reply(m.ID, `{"resources":[{"uri":"test://a","name":"a"}]}`)
 	case "resources/templates/list":
 		f.reply(m.ID, `{"resourceTemplates":[{"uriTemplate":"test://t/{x}","name":"t"}]}`)

@@ -97,6 +97,19 @@ func TestStdioResources(t *testing.T) {
 	}
 }
 
+// TestStdioHugePage: a page of 100,000 resources (about 6 MB on one
+// line, more than a client's message may be) comes through whole: a
+// server's messages are bounded like HTTP answers (16 MiB), not lost.
+func TestStdioHugePage(t *testing.T) {
+	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := c.ListResources(ctx, "huge")
+	if err != nil || len(list.Items) != 100_000 || string(list.Items[99_999]) != `{"uri":"test://r/099999","name":"resource 099999","mimeType":"text/plain"}` {
+		t.Fatalf("resources/list: %d items, %v", len(list.Items), err)
+	}
+}
+
 // TestStdioResourceSubscription: Subscribe reaches the server, whose
 // notifications/resources/updated reaches Handlers.ResourceUpdated.
 func TestStdioResourceSubscription(t *testing.T) {

@@ -132,7 +132,10 @@ func startStdio(c *Client, cfg Config) (*stdioTransport, error) {
 	s.wg.Go(s.readStderr)
 	// A downstream server's messages are its own to shape; troupe passes its
 	// results on as they came (the duplicate-member check is for clients).
-	fs := framing.New(outR, inW, framing.Options{Logger: c.log, AllowDuplicateMembers: true})
+	// Its messages are bounded as HTTP answers are (maxJSONBody), not as
+	// a client's: a page of 100,000 resources must come through, and a
+	// line over the bound is dropped, its request failing at its deadline.
+	fs := framing.New(outR, inW, framing.Options{Logger: c.log, AllowDuplicateMembers: true, MaxLineBytes: maxJSONBody})
 	s.lines = newLineStream(fs, &s.wg)
 	s.conn = jsonrpc2.NewConn(context.Background(), s.lines, stdioHandler{s},
 		jsonrpc2.SetLogger(jsonrpcLogger{c}))
