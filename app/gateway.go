@@ -67,9 +67,11 @@ const maxKnownPrompts = 10000
 type gateway struct {
 	servers func() []gatewayServer
 	policy  func() tools.Policy
-	log     *slog.Logger
-	reg     *tools.Registry
-	subs    *subscriptions
+	// resourcePolicy is [resources]: globs over URIs (uriVisible).
+	resourcePolicy func() tools.Policy
+	log            *slog.Logger
+	reg            *tools.Registry
+	subs           *subscriptions
 
 	mu sync.Mutex
 	// known are the exposed prompt names each server listed last (its
@@ -117,6 +119,10 @@ func (a *App) newGateway(cfg *config.Config) *gateway {
 		policy: func() tools.Policy {
 			c := a.config()
 			return tools.Policy{Allow: c.Prompts.Allow, Deny: c.Prompts.Deny}
+		},
+		resourcePolicy: func() tools.Policy {
+			c := a.config()
+			return tools.Policy{Allow: c.Resources.Allow, Deny: c.Resources.Deny}
 		},
 	}
 	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}}

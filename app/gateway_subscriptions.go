@@ -67,6 +67,9 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *tools.Request) (any
 	if req.Session == nil {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "resources/subscribe needs a session")
 	}
+	if !ss.g.uriVisible(p.URI) {
+		return nil, notFound(p.URI, false)
+	}
 	id := req.Session.ID()
 	ss.mu.Lock()
 	if h, ok := ss.byURI[p.URI]; ok {
