@@ -125,7 +125,7 @@ func (a *App) newGateway(cfg *config.Config) *gateway {
 			return tools.Policy{Allow: c.Resources.Allow, Deny: c.Resources.Deny}
 		},
 	}
-	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}}
+	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}, watching: map[string]bool{}}
 	reg, err := tools.NewRegistry(
 		gatewayTool{protocol.MethodPromptsList, g.listPrompts},
 		gatewayTool{protocol.MethodPromptsGet, g.getPrompt},
