@@ -251,6 +251,9 @@ func (s *session) Receive(ctx actor.Context) {
 			}
 		})
 		s.dropStore()
+		for id, sub := range s.subs { // listen requests' resource subscriptions
+			s.unwatch(id, sub)
+		}
 		if s.usedMethods {
 			s.opts.Methods.SessionEnded(s.id)
 			s.opts.Gateway.SessionEnded(s.id) // its resource subscriptions

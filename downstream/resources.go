@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"troupe/protocol"
 )
 
 // The resources a server offers, asked on behalf of troupe's clients
@@ -60,8 +62,13 @@ func (d *Server) ReadResource(ctx context.Context, uri string) (json.RawMessage,
 }
 
 // Subscribe asks the server for notifications/resources/updated of uri
-// (Handlers.ResourceUpdated receives them).
+// (Handlers.ResourceUpdated receives them). A 2026-07-28 server has no
+// resources/subscribe: the URI joins the resourceSubscriptions of the
+// client's subscriptions/listen request, opened anew in the background.
 func (c *Client) Subscribe(ctx context.Context, uri string) error {
+	if c.era == protocol.EraStateless {
+		return c.watch(uri, true)
+	}
 	params, _ := json.Marshal(map[string]string{"uri": uri})
 	_, err := c.forward(ctx, "resources/subscribe", params)
 	return err
@@ -69,6 +76,9 @@ func (c *Client) Subscribe(ctx context.Context, uri string) error {
 
 // Unsubscribe ends a subscription Subscribe made.
 func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
+	if c.era == protocol.EraStateless {
+		return c.watch(uri, false)
+	}
 	params, _ := json.Marshal(map[string]string{"uri": uri})
 	_, err := c.forward(ctx, "resources/unsubscribe", params)
 	return err
