@@ -189,9 +189,9 @@ func (g *gateway) readResource(ctx context.Context, params json.RawMessage) (any
 	}
 	var last error
 	for _, s := range g.readRoute(p.URI) {
-		res, err := s.src.ReadResource(ctx, p.URI)
+		res, err := readFrom(ctx, s, p.URI)
 		if err == nil {
-			return res, nil
+			return withHint(res, p.Stateless), nil
 		}
 		var rpc *downstream.RPCError
 		if ctx.Err() != nil || errors.As(err, &rpc) && !passOn(rpc.Code) {
@@ -214,6 +214,45 @@ func notFound(uri string, stateless bool) error {
 		code = protocol.CodeInvalidParams
 	}
 	return &downstream.RPCError{Code: code, Message: "resource not found: " + uri}
+}
+
+// cachedReader is a source that tells a read's cache hint
+// (*downstream.Server).
+type cachedReader interface {
+	ReadResourceCached(ctx context.Context, uri string) (downstream.Read, error)
+}
+
+// readFrom reads uri at s, with its cache hint when s can tell it.
+func readFrom(ctx context.Context, s gatewayServer, uri string) (downstream.Read, error) {
+	if c, ok := s.src.(cachedReader); ok {
+		return c.ReadResourceCached(ctx, uri)
+	}
+	res, err := s.src.ReadResource(ctx, uri)
+	return downstream.Read{Result: res}, err
+}
+
+// withHint is r's result for the client: for a 2026-07-28 client with the
+// server's own cache hint when it gave one (else the session marks it
+// private, ttl 0: nothing says it may be shared or kept).
+func withHint(r downstream.Read, stateless bool) json.RawMessage {
+	if !stateless || r.TTLMs == nil {
+		return r.Result
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(r.Result, &obj) != nil || obj == nil {
+		return r.Result
+	}
+	scope := protocol.CachePublic
+	if r.Private {
+		scope = protocol.CachePrivate
+	}
+	obj["ttlMs"], _ = json.Marshal(*r.TTLMs)
+	obj["cacheScope"], _ = json.Marshal(scope)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return r.Result
+	}
+	return out
 }
 
 // passOn says a server's error means "not mine": the next server is asked.
