@@ -164,7 +164,7 @@ func (s *session) mrtrFor(req *transport.Request, c *startingCall) (*mrtrCall, b
 // gracefully, with a result when the server drains.
 type subscribing struct{ sub subscription }
 
-func (c *subscribing) apply(s *session, _ actor.Context, req *transport.Request) {
+func (c *subscribing) apply(s *session, ctx actor.Context, req *transport.Request) {
 	if _, dup := s.subs[req.ID]; dup {
 		s.fail(req.ID, protocol.CodeInvalidRequest, "request id is already in use by an open subscription")
 		return
@@ -182,6 +182,16 @@ func (c *subscribing) apply(s *session, _ actor.Context, req *transport.Request)
 	}
 	if c.sub.resources {
 		ack["resourcesListChanged"] = true
+	}
+	if w, ok := resourceWatcher(s.opts.Gateway); ok && len(c.sub.uris) > 0 {
+		c.sub.uris = w.Watch(&listenHolder{root: s.root, session: ctx.Self(), id: req.ID,
+			holder: listenHolderID(s.id, req.ID)}, c.sub.uris)
+		s.usedMethods = true // the session's end releases them too
+	} else {
+		c.sub.uris = nil
+	}
+	if len(c.sub.uris) > 0 {
+		ack["resourceSubscriptions"] = c.sub.uris
 	}
 	if s.subs == nil {
 		s.subs = map[jsonrpc2.ID]subscription{}

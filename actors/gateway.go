@@ -69,8 +69,9 @@ func gatewayCall(v SessionView, req *transport.Request) (any, error) {
 }
 
 // gatewayCapabilities adds to caps what the Gateway serves: prompts (whose
-// list may change as servers come and go), completions and, in the
-// handshake era (stateless: server/discover), resource subscriptions.
+// list may change as servers come and go), completions and resource
+// subscriptions (in 2026-07-28, server/discover, when the
+// resources.subscribe tool is a ResourceWatcher).
 func gatewayCapabilities(reg *tools.Registry, caps *protocol.ServerCapabilities, stateless bool) {
 	if reg == nil {
 		return
@@ -84,8 +85,12 @@ func gatewayCapabilities(reg *tools.Registry, caps *protocol.ServerCapabilities,
 	if _, ok := reg.Lookup(GatewayTool(protocol.MethodResourcesList)); ok && caps.Resources != nil {
 		caps.Resources.ListChanged = true
 	}
-	if _, ok := reg.Lookup(GatewayTool(protocol.MethodResourcesSubscribe)); ok && caps.Resources != nil && !stateless {
-		caps.Resources.Subscribe = true
+	if _, ok := reg.Lookup(GatewayTool(protocol.MethodResourcesSubscribe)); ok && caps.Resources != nil {
+		// 2026-07-28 subscribes with resourceSubscriptions on
+		// subscriptions/listen, which a ResourceWatcher serves.
+		if _, watches := resourceWatcher(reg); !stateless || watches {
+			caps.Resources.Subscribe = true
+		}
 	}
 }
 

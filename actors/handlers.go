@@ -299,14 +299,19 @@ func discover(v SessionView, req *transport.Request) (any, error) {
 }
 
 // listen opens a subscription (subscribing): troupe offers tools list
-// changes, and prompts list changes when it has a gateway (its own
+// changes, and prompts and resources list changes and the downstream
+// servers' resources (resourceSubscriptions) when it has a gateway (its own
 // resources are calls' outputs, which do not change).
 func listen(v SessionView, req *transport.Request) (any, error) {
 	p := req.Params.(*listenParams)
 	n := p.Notifications
 	gw := v.Options().Gateway != nil
-	return &subscribing{sub: subscription{tools: n != nil && n.ToolsListChanged,
-		prompts: n != nil && n.PromptsListChanged && gw, resources: n != nil && n.ResourcesListChanged && gw}}, nil
+	sub := subscription{tools: n != nil && n.ToolsListChanged,
+		prompts: n != nil && n.PromptsListChanged && gw, resources: n != nil && n.ResourcesListChanged && gw}
+	if n != nil && gw {
+		sub.uris = n.ResourceSubscriptions
+	}
+	return &subscribing{sub: sub}, nil
 }
 
 // cancelled reads notifications/cancelled: the session ends the

@@ -221,6 +221,8 @@ func (s *session) Receive(ctx actor.Context) {
 		s.notice(msg)
 	case *sessionNotice:
 		s.notify(msg.method, msg.params, nil)
+	case *listenNotice:
+		s.listenNotify(msg)
 	case *trustGranted:
 		s.trusted.grant(msg.tool, msg.fingerprint)
 		s.log.Info("tool trusted for the session", "tool", msg.tool)
@@ -249,6 +251,9 @@ func (s *session) Receive(ctx actor.Context) {
 			}
 		})
 		s.dropStore()
+		for id, sub := range s.subs { // listen requests' resource subscriptions
+			s.unwatch(id, sub)
+		}
 		if s.usedMethods {
 			s.opts.Methods.SessionEnded(s.id)
 			s.opts.Gateway.SessionEnded(s.id) // its resource subscriptions

@@ -50,6 +50,9 @@ type subscription struct {
 	tools     bool
 	prompts   bool
 	resources bool
+	// uris are the resourceSubscriptions asked for (listen.go); once
+	// acknowledged, those the gateway watches.
+	uris []string
 }
 
 // toolsChangedForSubscribers tells every subscription that asked for it
@@ -66,10 +69,12 @@ func (s *session) toolsChangedForSubscribers() {
 // endSubscription forgets subscription id when the client cancels it and
 // reports whether there was one. It gets no response.
 func (s *session) endSubscription(id jsonrpc2.ID) bool {
-	if _, ok := s.subs[id]; !ok {
+	sub, ok := s.subs[id]
+	if !ok {
 		return false
 	}
 	delete(s.subs, id)
+	s.unwatch(id, sub)
 	s.log.Debug("subscription cancelled by client", "id", id.String())
 	s.out.Unanswered(id)
 	return true
@@ -78,7 +83,8 @@ func (s *session) endSubscription(id jsonrpc2.ID) bool {
 // closeSubscriptions ends every subscription gracefully (the server is
 // draining): each listen request gets its completion result.
 func (s *session) closeSubscriptions() {
-	for id := range s.subs {
+	for id, sub := range s.subs {
+		s.unwatch(id, sub)
 		b, err := json.Marshal(map[string]any{"_meta": map[string]any{protocol.MetaSubscriptionID: id}})
 		if err != nil {
 			continue

@@ -68,9 +68,11 @@ const maxKnownPrompts = 10000
 type gateway struct {
 	servers func() []gatewayServer
 	policy  func() tools.Policy
-	log     *slog.Logger
-	reg     *tools.Registry
-	subs    *subscriptions
+	// resourcePolicy is [resources]: globs over URIs (uriVisible).
+	resourcePolicy func() tools.Policy
+	log            *slog.Logger
+	reg            *tools.Registry
+	subs           *subscriptions
 	// notices folds floods of the servers' list_changed and
 	// resources/updated notifications (see coalescer).
 	notices *coalescer
@@ -127,9 +129,13 @@ func (a *App) newGateway() *gateway {
 			c := a.config()
 			return tools.Policy{Allow: c.Prompts.Allow, Deny: c.Prompts.Deny}
 		},
+		resourcePolicy: func() tools.Policy {
+			c := a.config()
+			return tools.Policy{Allow: c.Resources.Allow, Deny: c.Resources.Deny}
+		},
 	}
 	g.notices = newCoalescer(noticeInterval)
-	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}, notices: g.notices}
+	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}, watching: map[string]bool{}, notices: g.notices}
 	reg, err := tools.NewRegistry(
 		gatewayTool{protocol.MethodPromptsList, g.listPrompts},
 		gatewayTool{protocol.MethodPromptsGet, g.getPrompt},

@@ -21,6 +21,29 @@ import (
 // two servers list is the first's (name order), with a warning. URIs and
 // templates are not renamed: a resource's URI is its identity.
 
+// uriVisible says whether [resources] shows uri (a resource's URI or a
+// template's uriTemplate). Its globs are path.Match's, except that a *
+// spans "/" as well: a URI's slashes are not a path's, and "*" (the
+// default) must match "demo://resource/1". Both sides have "/" swapped
+// for a byte neither may otherwise hold, which * then matches.
+func (g *gateway) uriVisible(uri string) bool {
+	if g.resourcePolicy == nil {
+		return true
+	}
+	p := g.resourcePolicy()
+	swap := func(xs []string) []string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = strings.ReplaceAll(x, "/", "\x00")
+		}
+		return out
+	}
+	if strings.ContainsRune(uri, 0) {
+		return false
+	}
+	return tools.Policy{Allow: swap(p.Allow), Deny: swap(p.Deny)}.Visible(strings.ReplaceAll(uri, "/", "\x00"))
+}
+
 // maxKnownResources bounds the URIs and templates the gateway remembers
 // per server for routing.
 const maxKnownResources = 10000
@@ -45,6 +68,7 @@ func (g *gateway) listTemplates(ctx context.Context, params json.RawMessage) (an
 // those whose URI an earlier server listed (with a warning), and
 // remembers the URIs for resources/read.
 func (g *gateway) exposeResources(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage {
+	items = g.visibleOnly(items, "uri")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if first || g.uris[s.name] == nil {
@@ -76,6 +100,7 @@ func (g *gateway) exposeResources(earlier []gatewayServer, s gatewayServer, firs
 // exposeTemplates keeps a page of s's templates as they are and
 // remembers them (as patterns) for resources/read.
 func (g *gateway) exposeTemplates(_ []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage {
+	items = g.visibleOnly(items, "uriTemplate")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if first || g.templates[s.name] == nil {
@@ -93,6 +118,21 @@ func (g *gateway) exposeTemplates(_ []gatewayServer, s gatewayServer, first bool
 		}
 		if re := templatePattern(t.URITemplate); re != nil && len(known) < maxKnownResources {
 			known[t.URITemplate] = re
+		}
+		out = append(out, raw)
+	}
+	return out
+}
+
+// visibleOnly leaves out the entries whose member key (uri, uriTemplate)
+// [resources] hides; an entry without it is left for the caller to judge.
+func (g *gateway) visibleOnly(items []json.RawMessage, key string) []json.RawMessage {
+	out := items[:0:0]
+	for _, raw := range items {
+		var e map[string]json.RawMessage
+		var uri string
+		if json.Unmarshal(raw, &e) == nil && json.Unmarshal(e[key], &uri) == nil && uri != "" && !g.uriVisible(uri) {
+			continue
 		}
 		out = append(out, raw)
 	}
@@ -144,11 +184,14 @@ func (g *gateway) readResource(ctx context.Context, params json.RawMessage) (any
 	if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "uri is required")
 	}
+	if !g.uriVisible(p.URI) {
+		return nil, notFound(p.URI, p.Stateless)
+	}
 	var last error
 	for _, s := range g.readRoute(p.URI) {
-		res, err := s.src.ReadResource(ctx, p.URI)
+		res, err := readFrom(ctx, s, p.URI)
 		if err == nil {
-			return res, nil
+			return withHint(res, p.Stateless), nil
 		}
 		var rpc *downstream.RPCError
 		if ctx.Err() != nil || errors.As(err, &rpc) && !passOn(rpc.Code) {
@@ -160,11 +203,56 @@ func (g *gateway) readResource(ctx context.Context, params json.RawMessage) (any
 	if errors.As(last, &rpc) && rpc.Code != protocol.CodeMethodNotFound {
 		return nil, eraError(last, p.Stateless)
 	}
+	return nil, notFound(p.URI, p.Stateless)
+}
+
+// notFound is "no such resource" as the client's era says it: -32002, or
+// -32602 in 2026-07-28. A resource [resources] hides is answered so too.
+func notFound(uri string, stateless bool) error {
 	code := int64(protocol.CodeResourceNotFound)
-	if p.Stateless {
+	if stateless {
 		code = protocol.CodeInvalidParams
 	}
-	return nil, &downstream.RPCError{Code: code, Message: "resource not found: " + p.URI}
+	return &downstream.RPCError{Code: code, Message: "resource not found: " + uri}
+}
+
+// cachedReader is a source that tells a read's cache hint
+// (*downstream.Server).
+type cachedReader interface {
+	ReadResourceCached(ctx context.Context, uri string) (downstream.Read, error)
+}
+
+// readFrom reads uri at s, with its cache hint when s can tell it.
+func readFrom(ctx context.Context, s gatewayServer, uri string) (downstream.Read, error) {
+	if c, ok := s.src.(cachedReader); ok {
+		return c.ReadResourceCached(ctx, uri)
+	}
+	res, err := s.src.ReadResource(ctx, uri)
+	return downstream.Read{Result: res}, err
+}
+
+// withHint is r's result for the client: for a 2026-07-28 client with the
+// server's own cache hint when it gave one (else the session marks it
+// private, ttl 0: nothing says it may be shared or kept).
+func withHint(r downstream.Read, stateless bool) json.RawMessage {
+	if !stateless || r.TTLMs == nil {
+		return r.Result
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(r.Result, &obj) != nil || obj == nil {
+		return r.Result
+	}
+	scope := protocol.CachePublic
+	if r.Private {
+		scope = protocol.CachePrivate
+	}
+	obj["ttlMs"], _ = json.Marshal(*r.TTLMs)
+	obj["cacheScope"], _ = json.Marshal(scope)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return r.Result
+	}
+	return out
 }
 
 // passOn says a server's error means "not mine": the next server is asked.

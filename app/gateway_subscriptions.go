@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +19,10 @@ import (
 // server that owns it (as resources/read routes), the last one to go
 // (resources/unsubscribe, or the session's end) unsubscribes. The server's
 // notifications/resources/updated reach the sessions holding that URI
-// only. Subscriptions are of the session-based revisions: a 2026-07-28
-// client has no session to hold one.
+// only. A 2026-07-28 client, which has no session, holds URIs with the
+// resourceSubscriptions of a subscriptions/listen request (actors'
+// ResourceWatcher: watch and unwatch), for as long as that request is
+// open; its holds are shared with the sessions' like any other.
 
 // maxSubscriptions bounds the URIs held at once, over every session.
 const maxSubscriptions = 10000
@@ -51,7 +55,9 @@ type subscriptions struct {
 
 	mu    sync.Mutex
 	byURI map[string]*heldURI
-	work  sync.WaitGroup
+	// watching are the listen requests (holder ids) holding URIs now.
+	watching map[string]bool
+	work     sync.WaitGroup
 }
 
 // subscriberOf is s's source as a subscriber, if it can be one.
@@ -71,47 +77,104 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *tools.Request) (any
 	if req.Session == nil {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "resources/subscribe needs a session")
 	}
-	id := req.Session.ID()
+	if !ss.g.uriVisible(p.URI) {
+		return nil, notFound(p.URI, false)
+	}
+	if err := ss.hold(ctx, p.URI, req.Session); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
+
+// hold holds uri for holder: at once when it is held already, else after
+// subscribing at the server that owns it.
+func (ss *subscriptions) hold(ctx context.Context, uri string, holder tools.Session) error {
+	id := holder.ID()
 	ss.mu.Lock()
-	if h, ok := ss.byURI[p.URI]; ok {
-		h.sessions[id] = req.Session
+	if h, ok := ss.byURI[uri]; ok {
+		h.sessions[id] = holder
 		ss.mu.Unlock()
-		return struct{}{}, nil
+		return nil
 	}
 	full := len(ss.byURI) >= maxSubscriptions
 	ss.mu.Unlock()
 	if full {
-		return nil, tools.Errorf(tools.KindInvalidArgument, "too many resource subscriptions (limit %d)", maxSubscriptions)
+		return tools.Errorf(tools.KindInvalidArgument, "too many resource subscriptions (limit %d)", maxSubscriptions)
 	}
 	var last error
-	for _, s := range ss.g.readRoute(p.URI) {
+	for _, s := range ss.g.readRoute(uri) {
 		sub, ok := subscriberOf(s)
 		if !ok {
 			continue
 		}
-		err := sub.Subscribe(ctx, p.URI)
+		err := sub.Subscribe(ctx, uri)
 		if err == nil {
 			ss.mu.Lock()
-			h, ok := ss.byURI[p.URI]
+			h, ok := ss.byURI[uri]
 			if !ok {
 				h = &heldURI{server: s.name, sub: sub, sessions: map[string]tools.Session{}}
-				ss.byURI[p.URI] = h
+				ss.byURI[uri] = h
 			}
-			h.sessions[id] = req.Session
+			h.sessions[id] = holder
 			ss.mu.Unlock()
-			return struct{}{}, nil
+			return nil
 		}
 		var rpc *downstream.RPCError
 		if ctx.Err() != nil || errors.As(err, &rpc) && !passOn(rpc.Code) {
-			return nil, err
+			return err
 		}
 		last = err
 	}
 	var rpc *downstream.RPCError
 	if errors.As(last, &rpc) && rpc.Code != protocol.CodeMethodNotFound {
-		return nil, last
+		return last
 	}
-	return nil, &downstream.RPCError{Code: protocol.CodeResourceNotFound, Message: "no server can subscribe to " + p.URI}
+	return &downstream.RPCError{Code: protocol.CodeResourceNotFound, Message: "no server can subscribe to " + uri}
+}
+
+// maxWatchedPerListen bounds the resourceSubscriptions one listen request
+// has troupe watch.
+const maxWatchedPerListen = 100
+
+// watch holds uris for a 2026-07-28 client's listen request (holder):
+// those [resources] shows, at most maxWatchedPerListen, subscribed in the
+// background. It returns them.
+func (ss *subscriptions) watch(holder tools.Session, uris []string) []string {
+	var ok []string
+	for _, u := range uris {
+		if u != "" && ss.g.uriVisible(u) && !slices.Contains(ok, u) && len(ok) < maxWatchedPerListen {
+			ok = append(ok, u)
+		}
+	}
+	id := holder.ID()
+	ss.mu.Lock()
+	ss.watching[id] = true
+	ss.mu.Unlock()
+	for _, u := range ok {
+		ss.work.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+			defer cancel()
+			if err := ss.hold(ctx, u, holder); err != nil {
+				ss.g.log.Debug("resourceSubscriptions: subscribing downstream failed", "uri", u, "err", err)
+				return
+			}
+			ss.mu.Lock()
+			live := ss.watching[id]
+			ss.mu.Unlock()
+			if !live { // released while subscribing
+				ss.release(func(h string) bool { return h == id })
+			}
+		})
+	}
+	return ok
+}
+
+// unwatch ends the holds of a listen request (holder id).
+func (ss *subscriptions) unwatch(id string) {
+	ss.mu.Lock()
+	delete(ss.watching, id)
+	ss.mu.Unlock()
+	ss.release(func(h string) bool { return h == id })
 }
 
 // unsubscribe drops the calling session's hold on args' uri.
@@ -144,16 +207,31 @@ func (ss *subscriptions) unsubscribe(ctx context.Context, req *tools.Request) (a
 	return struct{}{}, nil
 }
 
-// sessionEnded drops every hold of session id; URIs nobody holds any more
-// are unsubscribed in the background.
+// sessionEnded drops every hold of session id, its listen requests'
+// (actors names their holders after the session) included; URIs nobody
+// holds any more are unsubscribed in the background.
 func (ss *subscriptions) sessionEnded(id string) {
+	ss.mu.Lock()
+	for h := range ss.watching {
+		if strings.HasPrefix(h, id+"\x00") {
+			delete(ss.watching, h)
+		}
+	}
+	ss.mu.Unlock()
+	ss.release(func(h string) bool { return h == id || strings.HasPrefix(h, id+"\x00") })
+}
+
+// release drops the holds of the holders match names; URIs nobody holds
+// any more are unsubscribed in the background.
+func (ss *subscriptions) release(match func(holder string) bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for uri, h := range ss.byURI {
-		if _, ok := h.sessions[id]; !ok {
-			continue
+		for hid := range h.sessions {
+			if match(hid) {
+				delete(h.sessions, hid)
+			}
 		}
-		delete(h.sessions, id)
 		if len(h.sessions) > 0 {
 			continue
 		}
@@ -162,7 +240,7 @@ func (ss *subscriptions) sessionEnded(id string) {
 			ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
 			defer cancel()
 			if err := h.sub.Unsubscribe(ctx, uri); err != nil {
-				ss.g.log.Debug("unsubscribing after the last session ended failed", "server", h.server, "uri", uri, "err", err)
+				ss.g.log.Debug("unsubscribing after the last holder ended failed", "server", h.server, "uri", uri, "err", err)
 			}
 		})
 	}
@@ -242,6 +320,15 @@ func (t subscribeTool) Call(ctx context.Context, req *tools.Request) (*protocol.
 
 // SessionEnded implements tools.SessionEnder.
 func (t subscribeTool) SessionEnded(id string) { t.ss.sessionEnded(id) }
+
+// Watch implements actors.ResourceWatcher (a 2026-07-28 client's
+// resourceSubscriptions).
+func (t subscribeTool) Watch(holder tools.Session, uris []string) []string {
+	return t.ss.watch(holder, uris)
+}
+
+// Unwatch implements actors.ResourceWatcher.
+func (t subscribeTool) Unwatch(holderID string) { t.ss.unwatch(holderID) }
 
 // Wait implements tools.SessionWaiter.
 func (t subscribeTool) Wait() { t.ss.work.Wait() }

@@ -60,7 +60,7 @@ func (f *fakeSession) Notify(method string, p any) {
 func TestSubscriptionsHeldOnceForAllSessions(t *testing.T) {
 	srv := &countingServer{resourceServer: resourceServer{uris: []string{"x://r"}}}
 	g, _ := testGateway(tools.Policy{Allow: []string{"*"}}, gatewayServer{name: "s", src: srv})
-	ss := &subscriptions{g: g, byURI: map[string]*heldURI{}}
+	ss := &subscriptions{g: g, byURI: map[string]*heldURI{}, watching: map[string]bool{}}
 	ctx := context.Background()
 	a, b, c := &fakeSession{id: "a"}, &fakeSession{id: "b"}, &fakeSession{id: "c"}
 	call := func(f func(context.Context, *tools.Request) (any, error), s tools.Session) error {

@@ -312,3 +312,31 @@ func TestGatewayCacheHint(t *testing.T) {
 		t.Errorf("a page without a hint: ttlMs %v, want 0", m["ttlMs"])
 	}
 }
+
+// hintedServer reads every URI, with a 2026-07-28 server's cache hint.
+type hintedServer struct{ resourceServer }
+
+func (h *hintedServer) ReadResourceCached(_ context.Context, uri string) (downstream.Read, error) {
+	ttl := int64(60000)
+	return downstream.Read{Result: json.RawMessage(`{"contents":[{"uri":"` + uri + `","text":"t"}]}`), TTLMs: &ttl}, nil
+}
+
+// TestGatewayReadKeepsTheServersCacheHint: a 2026-07-28 client's
+// resources/read of a server's resource carries the server's own ttlMs and
+// cacheScope; a session-based client's result has none.
+func TestGatewayReadKeepsTheServersCacheHint(t *testing.T) {
+	g, _ := testGateway(tools.Policy{Allow: []string{"*"}}, gatewayServer{name: "a", src: &hintedServer{}})
+	ctx := context.Background()
+	res, err := g.readResource(ctx, json.RawMessage(`{"uri":"x://1","stateless":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(res)
+	if !strings.Contains(string(got), `"ttlMs":60000`) || !strings.Contains(string(got), `"cacheScope":"public"`) {
+		t.Errorf("a 2026-07-28 read: %s, want the server's ttlMs 60000, public", got)
+	}
+	res, err = g.readResource(ctx, json.RawMessage(`{"uri":"x://1"}`))
+	if got, _ := json.Marshal(res); err != nil || strings.Contains(string(got), "ttlMs") {
+		t.Errorf("a session-based read: %s, %v", got, err)
+	}
+}

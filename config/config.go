@@ -54,6 +54,7 @@ type Config struct {
 	HTTP       HTTP                   `koanf:"http"`
 	Tools      ToolPolicy             `koanf:"tools"`
 	Prompts    NamePolicy             `koanf:"prompts"`
+	Resources  NamePolicy             `koanf:"resources"`
 	Docs       Docs                   `koanf:"docs"`
 	Mcp        map[string]CommandTool `koanf:"mcp"`
 	McpServers map[string]McpServer   `koanf:"mcp_servers"`
@@ -175,7 +176,9 @@ type ToolPolicy struct {
 
 // NamePolicy is the [prompts] table: which downstream servers' prompts
 // sessions see, by glob over the names troupe shows (path.Match syntax,
-// the server's prefix included); deny wins over allow.
+// the server's prefix included); deny wins over allow. It is the
+// [resources] table too, whose globs are over resource URIs and
+// templates' uriTemplates (there a * also spans "/").
 type NamePolicy struct {
 	Allow []string `koanf:"allow"`
 	Deny  []string `koanf:"deny"`

@@ -64,7 +64,8 @@ func (c *Config) validate() []error {
 		patterns []string
 		table    string
 	}{{"allow", c.Tools.Allow, "tools"}, {"deny", c.Tools.Deny, "tools"},
-		{"allow", c.Prompts.Allow, "prompts"}, {"deny", c.Prompts.Deny, "prompts"}} {
+		{"allow", c.Prompts.Allow, "prompts"}, {"deny", c.Prompts.Deny, "prompts"},
+		{"allow", c.Resources.Allow, "resources"}, {"deny", c.Resources.Deny, "resources"}} {
 		for _, pat := range list.patterns {
 			if _, err := path.Match(pat, ""); err != nil || pat == "" {
 				ps.add(p(list.table, list.key), "%s.%s: %q is not a valid glob", list.table, list.key, pat)

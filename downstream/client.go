@@ -204,7 +204,16 @@ type Client struct {
 	promptsChange bool
 	// resourcesChange: a modern server announced resources list changes.
 	resourcesChange bool
-	parkTimeout     time.Duration
+	// resourcesSubscribe: a modern server announced resource
+	// subscriptions (resourceSubscriptions on subscriptions/listen).
+	resourcesSubscribe bool
+	// watchMu guards watched: the URIs a modern server is asked for on
+	// the listen request (Subscribe adds, Unsubscribe removes); relisten
+	// tells the listen loop the set changed, to open the request anew.
+	watchMu     sync.Mutex
+	watched     map[string]bool
+	relisten    chan struct{}
+	parkTimeout time.Duration
 
 	nextID atomic.Int64
 
@@ -241,6 +250,8 @@ func newClient(cfg Config, h Handlers) *Client {
 		flights:     map[string]*flight{},
 		requests:    map[string]context.CancelFunc{},
 		parked:      map[string]*parkedEntry{},
+		watched:     map[string]bool{},
+		relisten:    make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		clientInfo:  cfg.ClientInfo,
 		sampling:    cfg.Sampling,
@@ -302,7 +313,7 @@ func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
 	}
 	if c.era == protocol.EraStateless {
 		if c.toolsChange && h.ToolsChanged != nil || c.promptsChange && h.PromptsChanged != nil ||
-			c.resourcesChange && h.ResourcesChanged != nil {
+			c.resourcesChange && h.ResourcesChanged != nil || c.resourcesSubscribe && h.ResourceUpdated != nil {
 			c.spawn(c.listen)
 		}
 	} else {

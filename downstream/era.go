@@ -75,6 +75,7 @@ func (c *Client) discover(ctx context.Context) error {
 	c.toolsChange = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
 	c.promptsChange = res.Capabilities.Prompts != nil && res.Capabilities.Prompts.ListChanged
 	c.resourcesChange = res.Capabilities.Resources != nil && res.Capabilities.Resources.ListChanged
+	c.resourcesSubscribe = res.Capabilities.Resources != nil && res.Capabilities.Resources.Subscribe
 	if info, ok := res.Meta[protocol.MetaServerInfo]; ok {
 		_ = json.Unmarshal(info, &c.info)
 	}
@@ -138,20 +139,43 @@ var hopMeta = []string{protocol.MetaProtocolVersion, protocol.MetaClientInfo, pr
 // connected.
 func (c *Client) Era() protocol.Era { return c.era }
 
-// listen keeps a subscriptions/listen request open for tools list
-// changes, which a modern server sends on it in place of the legacy GET
-// stream; its notifications reach Handlers.ToolsChanged through the
-// transport like any other. A subscription the server ends, or that fails,
-// is opened again after a pause, until the connection ends.
+// listen keeps a subscriptions/listen request open for list changes,
+// which a modern server sends on it in place of the legacy GET stream,
+// and for the resources troupe subscribed to (resourceSubscriptions:
+// Subscribe and Unsubscribe change the set, and the request is opened
+// anew with it); its notifications reach the Handlers through the
+// transport like any other. A subscription the server ends, or that
+// fails, is opened again after a pause, until the connection ends.
 func (c *Client) listen() {
-	params, _ := json.Marshal(map[string]any{"notifications": map[string]bool{
-		"toolsListChanged":     c.toolsChange && c.h.ToolsChanged != nil,
-		"promptsListChanged":   c.promptsChange && c.h.PromptsChanged != nil,
-		"resourcesListChanged": c.resourcesChange && c.h.ResourcesChanged != nil}})
 	delay := defaultRetry
 	for c.life.Err() == nil {
+		params, wanted := c.listenParams()
+		if !wanted { // nothing to listen for until a Subscribe
+			select {
+			case <-c.relisten:
+				continue
+			case <-c.life.Done():
+				return
+			}
+		}
 		opened := time.Now()
-		_, err := c.request(c.life, protocol.MethodSubscriptionsListen, params, nil)
+		ctx, cancel := context.WithCancel(c.life)
+		poked := make(chan bool, 1)
+		go func() { // ends with ctx, cancelled below
+			select {
+			case <-c.relisten:
+				poked <- true
+				cancel()
+			case <-ctx.Done():
+				poked <- false
+			}
+		}()
+		_, err := c.request(ctx, protocol.MethodSubscriptionsListen, params, nil)
+		cancel()
+		if <-poked {
+			delay = defaultRetry
+			continue // the set changed: open it anew at once
+		}
 		if c.life.Err() != nil {
 			return
 		}
@@ -167,3 +191,52 @@ func (c *Client) listen() {
 		delay = min(2*delay, maxRetry)
 	}
 }
+
+// listenParams are the params of the listen request, and whether there is
+// anything to ask for.
+func (c *Client) listenParams() (json.RawMessage, bool) {
+	n := map[string]any{
+		"toolsListChanged":     c.toolsChange && c.h.ToolsChanged != nil,
+		"promptsListChanged":   c.promptsChange && c.h.PromptsChanged != nil,
+		"resourcesListChanged": c.resourcesChange && c.h.ResourcesChanged != nil}
+	wanted := n["toolsListChanged"] == true || n["promptsListChanged"] == true || n["resourcesListChanged"] == true
+	c.watchMu.Lock()
+	uris := slices.Sorted(maps.Keys(c.watched))
+	c.watchMu.Unlock()
+	if len(uris) > 0 {
+		n["resourceSubscriptions"] = uris
+		wanted = true
+	}
+	params, _ := json.Marshal(map[string]any{"notifications": n})
+	return params, wanted
+}
+
+// watch adds uri to (or takes it from) the URIs the listen request asks
+// for, and has the request opened anew when that changed the set.
+func (c *Client) watch(uri string, on bool) error {
+	if !c.resourcesSubscribe || c.h.ResourceUpdated == nil {
+		return &RPCError{Code: protocol.CodeMethodNotFound, Message: "the server offers no resource subscriptions"}
+	}
+	c.watchMu.Lock()
+	changed := c.watched[uri] != on
+	if on && changed && len(c.watched) >= maxWatched {
+		c.watchMu.Unlock()
+		return &RPCError{Code: protocol.CodeInvalidParams, Message: fmt.Sprintf("too many resource subscriptions at one server (limit %d)", maxWatched)}
+	}
+	if on {
+		c.watched[uri] = true
+	} else {
+		delete(c.watched, uri)
+	}
+	c.watchMu.Unlock()
+	if changed {
+		select {
+		case c.relisten <- struct{}{}:
+		default: // one is pending already: it reads the set anew
+		}
+	}
+	return nil
+}
+
+// maxWatched bounds the URIs one listen request carries.
+const maxWatched = 10000

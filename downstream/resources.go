@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"troupe/protocol"
 )
 
 // The resources a server offers, asked on behalf of troupe's clients
@@ -24,11 +26,35 @@ func (c *Client) ListResourceTemplates(ctx context.Context, cursor string) (Page
 // ReadResource reads uri and returns the ReadResourceResult as the server
 // sent it (binary contents stay the server's base64, byte for byte).
 func (c *Client) ReadResource(ctx context.Context, uri string) (json.RawMessage, error) {
+	r, err := c.ReadResourceCached(ctx, uri)
+	return r.Result, err
+}
+
+// Read is a resources/read result as the server sent it, less a 2026-07-28
+// server's hop members, and that server's cache hint for it.
+type Read struct {
+	Result json.RawMessage
+	// TTLMs is nil when the server gave no cache hint (a session-based
+	// server never does).
+	TTLMs   *int64
+	Private bool
+}
+
+// ReadResourceCached is ReadResource with the server's cache hint.
+func (c *Client) ReadResourceCached(ctx context.Context, uri string) (Read, error) {
 	params, err := json.Marshal(map[string]string{"uri": uri})
 	if err != nil {
-		return nil, fmt.Errorf("upstream %q: resources/read: %w", c.name, err)
+		return Read{}, fmt.Errorf("upstream %q: resources/read: %w", c.name, err)
 	}
-	return c.forward(ctx, "resources/read", params)
+	raw, err := c.request(ctx, "resources/read", params, nil)
+	if err != nil {
+		return Read{}, c.wrap(ctx, "resources/read", err)
+	}
+	r := Read{Result: raw}
+	if c.era == protocol.EraStateless {
+		r.Result, r.TTLMs, r.Private = hopless(raw)
+	}
+	return r, nil
 }
 
 // ListResources asks the server's current connection (Client.ListResources).
@@ -59,9 +85,24 @@ func (d *Server) ReadResource(ctx context.Context, uri string) (json.RawMessage,
 	return c.ReadResource(ctx, uri)
 }
 
+// ReadResourceCached asks the server's current connection
+// (Client.ReadResourceCached).
+func (d *Server) ReadResourceCached(ctx context.Context, uri string) (Read, error) {
+	c, err := d.conn()
+	if err != nil {
+		return Read{}, err
+	}
+	return c.ReadResourceCached(ctx, uri)
+}
+
 // Subscribe asks the server for notifications/resources/updated of uri
-// (Handlers.ResourceUpdated receives them).
+// (Handlers.ResourceUpdated receives them). A 2026-07-28 server has no
+// resources/subscribe: the URI joins the resourceSubscriptions of the
+// client's subscriptions/listen request, opened anew in the background.
 func (c *Client) Subscribe(ctx context.Context, uri string) error {
+	if c.era == protocol.EraStateless {
+		return c.watch(uri, true)
+	}
 	params, _ := json.Marshal(map[string]string{"uri": uri})
 	_, err := c.forward(ctx, "resources/subscribe", params)
 	return err
@@ -69,6 +110,9 @@ func (c *Client) Subscribe(ctx context.Context, uri string) error {
 
 // Unsubscribe ends a subscription Subscribe made.
 func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
+	if c.era == protocol.EraStateless {
+		return c.watch(uri, false)
+	}
 	params, _ := json.Marshal(map[string]string{"uri": uri})
 	_, err := c.forward(ctx, "resources/unsubscribe", params)
 	return err

@@ -88,3 +88,43 @@ func TestGatewayResourcesHTTP(t *testing.T) {
 	endpoint := startEverythingHTTP(t)
 	resourcesThroughTroupe(t, fmt.Sprintf("[mcp_servers.everything]\nurl = %q\nrequires_approval = false\n", endpoint))
 }
+
+// TestGatewayResourcesPolicy: [resources] deny (globs over URIs, a *
+// spanning "/") hides a server's resources and templates from the lists,
+// and reading or subscribing to one is answered as for a URI nobody has:
+// -32602 for a 2026-07-28 client, -32002 in a session.
+func TestGatewayResourcesPolicy(t *testing.T) {
+	requireDownstream(t)
+	command, args := everythingStdioCommand(t)
+	cfg := downstreamConfig(t, "[resources]\nallow = [\"demo://*\"]\ndeny = [\"demo://resource/static/document/arch*\", \"demo://resource/dynamic/blob/*\"]\n\n"+
+		stdioServerTable("everything", command, args, "requires_approval = false"))
+	fx := newFixture(t)
+	s := startServer(t, fx.dir, "--config", cfg)
+
+	s.send(modernRequest("1", "resources/list", ""))
+	listed, _ := json.Marshal(checkModernResult(t, "resources/list", s.recv()))
+	if contains(string(listed), "architecture.md") || !contains(string(listed), "demo://resource/static/document/") {
+		t.Errorf("resources/list: want the static documents but architecture.md: %s", listed)
+	}
+	s.send(modernRequest("2", "resources/templates/list", ""))
+	templates, _ := json.Marshal(checkModernResult(t, "resources/templates/list", s.recv()))
+	if contains(string(templates), "dynamic/blob") || !contains(string(templates), "dynamic/text/{") {
+		t.Errorf("resources/templates/list: want the text template only: %s", templates)
+	}
+	for i, uri := range []string{"demo://resource/static/document/architecture.md", "demo://resource/dynamic/blob/5"} {
+		s.send(modernRequest(fmt.Sprint(10+i), "resources/read", `"uri":"`+uri+`"`))
+		if code, _ := errorCode(t, s.recv()); code != -32602 {
+			t.Errorf("reading denied %s: code %v, want -32602", uri, code)
+		}
+	}
+	s.send(modernRequest("3", "resources/read", `"uri":"demo://resource/dynamic/text/3"`))
+	checkModernResult(t, "resources/read", s.recv())
+
+	s.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
+	s.recv()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.send(`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"demo://resource/dynamic/blob/5"}}`)
+	if code, _ := errorCode(t, s.recv()); code != -32002 {
+		t.Errorf("subscribing to a denied URI: code %v, want -32002", code)
+	}
+}
