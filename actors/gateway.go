@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -44,28 +45,35 @@ func gatewayCall(v SessionView, req *transport.Request) (any, error) {
 	if len(args) > 0 && args[0] != '{' && string(args) != "null" {
 		return nil, invalidParams(req.Method + " takes an object")
 	}
-	// The tool learns the request's era (a list's cache hint, the era's
-	// errors) from troupe, never from the client.
-	obj := map[string]json.RawMessage{}
-	if len(args) > 0 && string(args) != "null" {
-		if err := json.Unmarshal(args, &obj); err != nil {
-			return nil, invalidParams(req.Method + ": " + describeJSONError(err))
-		}
-	}
-	if req.Method == protocol.MethodPromptsGet {
+	if p, ok := req.Params.(*promptsGetParams); ok {
 		// Over HTTP in 2026-07-28, Mcp-Name names the prompt.
-		var name string
-		_ = json.Unmarshal(obj["name"], &name)
-		if err := nameAgrees(req, name); err != nil {
+		if err := nameAgrees(req, p.Name); err != nil {
 			return nil, err
 		}
 	}
-	obj["stateless"] = json.RawMessage(strconv.FormatBool(req.Era == protocol.EraStateless))
-	args, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
+	// The tool learns the request's era (a list's cache hint, the era's
+	// errors) from troupe, never from the client: troupe's member comes
+	// last, so it is the one a reader sees (the params are not decoded
+	// again to add it).
+	args = appendMember(args, "stateless", strconv.FormatBool(req.Era == protocol.EraStateless))
 	return &startingCall{tool: GatewayTool(req.Method), args: args, registry: reg, method: true}, nil
+}
+
+// appendMember is the JSON object obj (checked at the edge; empty or null
+// for none) with the member name: value added at its end.
+func appendMember(obj json.RawMessage, name, value string) json.RawMessage {
+	member := strconv.Quote(name) + ":" + value
+	end := bytes.LastIndexByte(obj, '}')
+	if len(obj) == 0 || obj[0] != '{' || end < 0 {
+		return json.RawMessage("{" + member + "}")
+	}
+	out := make([]byte, 0, len(obj)+len(member)+1)
+	out = append(out, obj[:end]...)
+	if len(bytes.TrimSpace(obj[1:end])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, member...)
+	return append(out, '}')
 }
 
 // gatewayCapabilities adds to caps what the Gateway serves: prompts (whose
@@ -170,26 +178,22 @@ func gatewayFor(v SessionView, method string) *tools.Registry {
 
 // hasCursor says the list request names a cursor: a page after the first.
 func hasCursor(req *transport.Request) bool {
-	var p struct {
-		Cursor *string `json:"cursor"`
-	}
-	_ = json.Unmarshal(req.RawParams(), &p)
-	return p.Cursor != nil
+	p, _ := req.Params.(*pageParams)
+	return p != nil && p.Cursor != nil
 }
 
 // gatewayList starts the Gateway's merged list for req with troupe's own
 // entries (own, on the first page) before the servers'; the arguments are
 // made here, so a client cannot pass entries of its own.
 func gatewayList(req *transport.Request, reg *tools.Registry, own any) (any, error) {
-	var p struct {
-		Cursor *string `json:"cursor"`
+	if req.Invalid != nil {
+		return nil, invalidParams(req.Method + ": " + describeJSONError(req.Invalid))
 	}
-	if raw := req.RawParams(); len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, invalidParams(req.Method + ": " + describeJSONError(err))
-		}
+	var cursor *string
+	if p, ok := req.Params.(*pageParams); ok {
+		cursor = p.Cursor
 	}
-	args, err := json.Marshal(map[string]any{"cursor": p.Cursor, "own": own, "stateless": req.Era == protocol.EraStateless})
+	args, err := json.Marshal(map[string]any{"cursor": cursor, "own": own, "stateless": req.Era == protocol.EraStateless})
 	if err != nil {
 		return nil, err
 	}

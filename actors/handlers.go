@@ -76,6 +76,19 @@ type (
 		InputResponses json.RawMessage `json:"inputResponses"`
 		RequestState   json.RawMessage `json:"requestState"`
 	}
+	// pageParams is a list's page: the lists of the gateway's methods
+	// take the cursor to their servers' pages, which the gateway tool reads
+	// from the raw params (Invalid is answered there).
+	pageParams struct {
+		Cursor *string         `json:"cursor"`
+		Meta   json.RawMessage `json:"_meta"`
+	}
+	// promptsGetParams names the prompt (compared with Mcp-Name); the
+	// gateway tool reads the rest.
+	promptsGetParams struct {
+		Name string          `json:"name"`
+		Meta json.RawMessage `json:"_meta"`
+	}
 	setLevelParams struct {
 		Level protocol.LoggingLevel `json:"level"`
 		Meta  json.RawMessage       `json:"_meta"`
@@ -105,6 +118,8 @@ func (p *initializeParams) rawMeta() json.RawMessage   { return p.Meta }
 func (p *listToolsParams) rawMeta() json.RawMessage    { return p.Meta }
 func (p *callToolParams) rawMeta() json.RawMessage     { return p.Meta }
 func (p *setLevelParams) rawMeta() json.RawMessage     { return p.Meta }
+func (p *pageParams) rawMeta() json.RawMessage         { return p.Meta }
+func (p *promptsGetParams) rawMeta() json.RawMessage   { return p.Meta }
 func (p *readResourceParams) rawMeta() json.RawMessage { return p.Meta }
 func (p *cancelledParams) rawMeta() json.RawMessage    { return p.Meta }
 func (p *listenParams) rawMeta() json.RawMessage       { return p.Meta }
