@@ -19,11 +19,13 @@ import (
 // messages included.
 const hopBudget = 4
 
-// hopNoise is how far above the budget a measured average may be: a
-// delivery no call causes (the server's idle sweep, the dead-letter
-// throttle) now and then lands in the window; one in 50 calls is 0.02. A
-// call that costs one more delivery shows as a whole 1.
-const hopNoise = 0.1
+// hopNoise is how far above the budget a measured average may be:
+// deliveries no call causes in steady state (the server's idle sweep, the
+// dead-letter throttle, an invoker replaced under a loaded -race run: its
+// spawn and stop are half a dozen system messages) now and then land in
+// the window; 0.12 was seen. A call that costs one more delivery shows as a
+// whole 1.
+const hopNoise = 0.5
 
 // TestHopBudgetStdio counts the deliveries of sequential calls over stdio,
 // once the session has an idle invoker: a call spawns no actor and stops
