@@ -99,26 +99,28 @@ func everythingEntry(t *testing.T) string {
 // downstreamConfigFile is a troupe config with the three downstream servers.
 func downstreamConfigFile(t *testing.T) string {
 	t.Helper()
+	return writeConfig(t, fmt.Sprintf("[mcp_servers.modern]\ncommand = %q\n\n[mcp_servers.modernhttp]\nurl = %q\n\n",
+		statelessServer(t), startStatelessHTTP(t))+everythingTable(t, ""))
+}
+
+// everythingTable is the [mcp_servers.everything] table that runs
+// server-everything over stdio, with extra lines in it.
+func everythingTable(t *testing.T, extra string) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node: %v", err)
 	}
-	cfg := fmt.Sprintf(`[mcp_servers.modern]
-command = %q
+	return fmt.Sprintf("[mcp_servers.everything]\ncommand = %q\nargs = [%q, \"stdio\"]\nenv_vars = [\"PATH\", \"HOME\"]\n%s\n",
+		node, everythingEntry(t), extra)
+}
 
-[mcp_servers.modernhttp]
-url = %q
-
-[mcp_servers.everything]
-command = %q
-args = [%q, "stdio"]
-env_vars = ["PATH", "HOME"]
-
-[limits]
-mcp_servers_startup_wait = "15s"
-`, statelessServer(t), startStatelessHTTP(t), node, everythingEntry(t))
+// writeConfig writes a troupe config of the servers' tables (and the
+// startup wait they need) and returns its path.
+func writeConfig(t *testing.T, tables string) string {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(tables+"[limits]\nmcp_servers_startup_wait = \"15s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return file

@@ -2,10 +2,7 @@ package modern
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -20,24 +17,14 @@ import (
 // and the clock time server-everything writes into its dynamic resources
 // (compared with the time masked, blobs decoded: byte for byte otherwise).
 func TestGatewayServerEverythingToAStatelessClient(t *testing.T) {
+	cfg := writeConfig(t, everythingTable(t, ""))
+
+	// What the go-sdk client gets from server-everything directly.
+	direct := gosdk.NewClient(&gosdk.Implementation{Name: "troupe-e2e-direct", Version: "1.0.0"}, nil)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node: %v", err)
 	}
-	cfg := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`[mcp_servers.everything]
-command = %q
-args = [%q, "stdio"]
-env_vars = ["PATH", "HOME"]
-
-[limits]
-mcp_servers_startup_wait = "15s"
-`, node, everythingEntry(t))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	// What the go-sdk client gets from server-everything directly.
-	direct := gosdk.NewClient(&gosdk.Implementation{Name: "troupe-e2e-direct", Version: "1.0.0"}, nil)
 	cmd := exec.Command(node, everythingEntry(t), "stdio")
 	cmd.Env = serverEnv()
 	ds, err := direct.Connect(ctxFor(t), &gosdk.CommandTransport{Command: cmd, TerminateDuration: stopTimeout},

@@ -3,9 +3,7 @@ package modern
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,30 +21,9 @@ import (
 // troupe's approval of the call is asked first; the client's canned
 // completion is what the tool returns.
 func TestDownstreamSamplingReachesClientsOfBothEras(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
-	cfg := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`[mcp_servers.everything]
-command = %q
-args = [%q, "stdio"]
-env_vars = ["PATH", "HOME"]
-sampling = true
-
-[mcp_servers.modern]
-command = %q
-sampling = true
-
-[mcp_servers.modernhttp]
-url = %q
-sampling = true
-
-[limits]
-mcp_servers_startup_wait = "15s"
-`, node, everythingEntry(t), statelessServer(t), startStatelessHTTP(t))), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeConfig(t, everythingTable(t, "sampling = true")+fmt.Sprintf(
+		"[mcp_servers.modern]\ncommand = %q\nsampling = true\n\n[mcp_servers.modernhttp]\nurl = %q\nsampling = true\n\n",
+		statelessServer(t), startStatelessHTTP(t)))
 	forEachTransportWith(t, []string{"--config", cfg}, func(t *testing.T, fx fixture, tg *target) {
 		for _, version := range []string{"", legacyVersion} {
 			name := version
