@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"troupe/actors"
+	"troupe/cluster"
 	"troupe/config"
 	"troupe/mcphttp"
 )
@@ -43,7 +44,9 @@ func checkHTTPAddress(cfg *config.Config) (bool, error) {
 // non-loopback address without a bearer token unless the config allows it.
 // /metrics and /status are served beside MCP, behind its checks and token,
 // when obs is not nil and metrics.listen does not serve them.
-func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.Logger) (*httpFront, error) {
+// A cluster node's front (node not nil) forwards requests for sessions
+// other nodes own, and serves those they forward to it.
+func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.Logger, node *cluster.Node) (*httpFront, error) {
 	h := cfg.HTTP
 	// Decide before binding: a refused address is never listened on.
 	loopback, err := checkHTTPAddress(cfg)
@@ -59,7 +62,12 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 		return nil, fmt.Errorf("listen on %s: %w", h.Listen, err)
 	}
 	onRefused, admin := obs.httpOptions(cfg)
+	var front mcphttp.Cluster
+	if node != nil {
+		front = node
+	}
 	handler := mcphttp.New(host, mcphttp.Options{
+		Cluster:              front,
 		Path:                 h.Path,
 		BearerToken:          h.Auth.BearerToken,
 		AllowedOrigins:       h.AllowedOrigins,
@@ -85,6 +93,9 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 		},
 		handler: handler,
 		errs:    make(chan error, 1),
+	}
+	if node != nil {
+		node.Serve(http.HandlerFunc(handler.ServeForwarded))
 	}
 	go func() {
 		if err := f.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

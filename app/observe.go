@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"troupe/actors"
+	"troupe/cluster"
 	"troupe/config"
 	"troupe/mcphttp/origin"
 	"troupe/observe"
@@ -46,6 +47,9 @@ type observing struct {
 	// gateway are the gateway's tools (prompts.get, …), labelled by name
 	// in the metrics beside the registry's; set before serving.
 	gateway atomic.Pointer[tools.Registry]
+	// node is this process as a cluster node (nil: one process), for the
+	// page's members and the metrics' node label.
+	node atomic.Pointer[cluster.Node]
 
 	shutdown sync.Once
 	log      *slog.Logger
@@ -82,6 +86,13 @@ func newObserving(cfg *config.Config, version string, log *slog.Logger) (*observ
 	})
 	o.admin = status.New(o.hub, status.Options{Logger: log})
 	return o, nil
+}
+
+// setCluster tells the views that this process is a cluster node.
+func (o *observing) setCluster(n *cluster.Node) {
+	if o != nil {
+		o.node.Store(n)
+	}
 }
 
 // spoolBytes is the size of every session's spool files together (0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"sync"
@@ -200,9 +201,27 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		stdioDone = conn.Done()
 		log.Info("serving MCP on stdio")
 	}
+	// A cluster node joins before it serves HTTP: its front must know the
+	// cluster from its first request (cluster.go).
+	lost := make(chan error, 1)
+	node, err := joinCluster(cfg, log, a.runtimeLog(), func(err error) {
+		select {
+		case lost <- err:
+		default:
+		}
+	})
+	if err != nil {
+		stopWorkers()
+		closeHost()
+		return err
+	}
+	if node != nil {
+		a.obs.setCluster(node)
+		defer node.Close() // after the front has drained: the node's sessions have ended
+	}
 	var web *httpFront
 	if cfg.HTTP.Listen != "" {
-		if web, err = startHTTP(cfg, host, a.obs, log); err != nil {
+		if web, err = startHTTP(cfg, host, a.obs, log, node); err != nil {
 			stopWorkers()
 			closeHost()
 			return fmt.Errorf("cannot serve HTTP: %w", err)
@@ -227,6 +246,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	a.watch(workCtx, &work, opts, watcher)
 
+	var runErr error
 	select {
 	case <-stdioDone:
 		log.Info("stdin closed")
@@ -238,6 +258,9 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		log.Info("signal received; finishing calls in flight", "grace", cfg.Limits.ShutdownGrace)
 	case err := <-web.failed():
 		log.Error("HTTP server failed", "err", err)
+	case err := <-lost:
+		log.Error("leaving the cluster; finishing calls in flight", "reason", err)
+		runErr = fmt.Errorf("left the cluster (%w): start troupe again and it joins as a new node", err)
 	}
 	stopWorkers() // no reloads while draining
 	if web != nil {
@@ -256,7 +279,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		web.shutdown(cfg.Limits.ShutdownGrace+shutdownSlack, log)
 	}
 	closeHost()
-	return nil
+	return runErr
 }
 
 // newWatcher is the watcher that reloads the configuration through
@@ -323,12 +346,18 @@ func (a *App) setRegistry(host *actors.Host, reg *tools.Registry) {
 	host.SetRegistry(reg)
 }
 
+// runtimeLog is the actor runtime's log (Options.RuntimeLogger, else
+// troupe's).
+func (a *App) runtimeLog() *slog.Logger {
+	if a.opts.RuntimeLogger != nil {
+		return a.opts.RuntimeLogger
+	}
+	return a.log
+}
+
 // hostOptions are the actor runtime's options from cfg.
 func (a *App) hostOptions(cfg *config.Config, spoolDir string, auditLog *audit.Log) actors.Options {
-	runtimeLog := a.opts.RuntimeLogger
-	if runtimeLog == nil {
-		runtimeLog = a.log
-	}
+	runtimeLog := a.runtimeLog()
 	// The spool budget of every session together: the Host enforces it,
 	// the Hub reports its use (troupe_spool_bytes).
 	limits := spool.Limits{InlineBytes: cfg.Output.InlineBytes, MaxFileBytes: cfg.Output.MaxSpoolBytes,

@@ -12,6 +12,7 @@
 //	GET    /mcp      the session's standalone SSE stream; with Last-Event-ID, resume a stream
 //	DELETE /mcp      end the session and everything running in it
 //	GET    /healthz  liveness, without authentication
+//	GET    /readyz   readiness (a cluster node: joined and able to route), without authentication
 //	GET    /metrics, /status, /status/  the operators' views (Options.Admin), behind the token
 package mcphttp
 
@@ -84,6 +85,11 @@ type Options struct {
 	// OnRefused, when set, learns the status of every request the handler
 	// refuses (4xx and 5xx it answers itself: metrics). It must be quick.
 	OnRefused func(status int)
+	// Cluster, when set, makes this handler one front of a cluster: it
+	// forwards requests for sessions other nodes own, names this node in
+	// the ids of the sessions it makes, and answers /readyz by the node's
+	// standing (cluster.go). nil serves one process.
+	Cluster Cluster
 	// Admin, when set, serves the operators' paths (/metrics, /status and
 	// /status/, see admin.go) behind the MCP endpoint's checks and token,
 	// which a browser may present as a cookie got from /status?token=….
@@ -188,6 +194,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case h.opts.Path:
 		h.serveMCP(w, r)
+	case "/readyz":
+		h.serveReady(w, r)
 	case "/healthz":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -230,6 +238,9 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	owner, ok := h.authenticate(w, r)
 	if !ok {
 		return
+	}
+	if h.route(w, r) {
+		return // another node owns the session (cluster.go)
 	}
 	switch r.Method {
 	case http.MethodPost:
@@ -295,7 +306,7 @@ func (h *Handler) newSession(w http.ResponseWriter, owner [32]byte) (*httptransp
 	if h.shuttingDown(w) {
 		return nil, false
 	}
-	id := newSessionID()
+	id := h.newSessionID()
 	h.mu.Lock()
 	if len(h.sessions) >= h.opts.MaxSessions {
 		h.mu.Unlock()
@@ -341,6 +352,15 @@ func (h *Handler) shuttingDown(w http.ResponseWriter) bool {
 func (h *Handler) overLimit(w http.ResponseWriter, what, key string, limit int) {
 	w.Header().Set("Retry-After", "10")
 	h.refuse(w, http.StatusServiceUnavailable, "too many "+what+" (limit "+strconv.Itoa(limit)+", "+key+")")
+}
+
+// newSessionID makes the id of a session a client will name: in a
+// cluster, one that names this node as the owner.
+func (h *Handler) newSessionID() string {
+	if h.opts.Cluster != nil {
+		return h.opts.Cluster.NewSessionID()
+	}
+	return newSessionID()
 }
 
 // newSessionID makes an unguessable session id (also for the hidden

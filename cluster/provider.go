@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// etcdKeyPrefix is where protoactor's etcd provider keeps members: one key
+// per member, "<prefix>/<cluster>/<cluster>@<member id>", on a lease.
+const etcdKeyPrefix = "/protoactor"
+
+// etcdProvider is protoactor's etcd membership provider, made only when the
+// member starts: the etcd client starts gRPC, and making it before the
+// remote has started races on gRPC's process-wide logger. It also checks
+// that etcd answers before the library's calls, which wait without a
+// deadline, would hang the start.
+type etcdProvider struct {
+	endpoints []string
+	timeout   time.Duration
+	inner     *etcd.Provider
+}
+
+// StartMember implements pcluster.ClusterProvider.
+func (p *etcdProvider) StartMember(c *pcluster.Cluster) error {
+	if err := p.reachable(); err != nil {
+		return err
+	}
+	inner, err := etcd.NewWithConfig(etcdKeyPrefix, clientv3.Config{Endpoints: p.endpoints, DialTimeout: p.timeout})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	p.inner = inner
+	return inner.StartMember(c)
+}
+
+// StartClient implements pcluster.ClusterProvider; troupe's nodes are
+// always members.
+func (p *etcdProvider) StartClient(*pcluster.Cluster) error {
+	return fmt.Errorf("troupe nodes join as members, never as clients")
+}
+
+// Shutdown implements pcluster.ClusterProvider: the member's key is
+// deleted, so the others drop it at once instead of at the lease's end.
+func (p *etcdProvider) Shutdown(graceful bool) error {
+	if p.inner == nil {
+		return nil
+	}
+	return p.inner.Shutdown(graceful)
+}
+
+// reachable asks etcd for the cluster's keys within the provider's timeout.
+func (p *etcdProvider) reachable() error {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: p.endpoints, DialTimeout: p.timeout})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	if _, err := cli.Get(ctx, etcdKeyPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("etcd at %s does not answer: %w", strings.Join(p.endpoints, ", "), err)
+	}
+	return nil
+}
+
+// etcdMembers reads the member ids etcd holds for a cluster.
+func etcdMembers(ctx context.Context, cli *clientv3.Client, name string) ([]string, error) {
+	resp, err := cli.Get(ctx, etcdKeyPrefix+"/"+name+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		key := string(kv.Key)
+		ids = append(ids, memberID(key[strings.LastIndexByte(key, '/')+1:]))
+	}
+	return ids, nil
+}

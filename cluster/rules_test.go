@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+)
+
+func TestSessionIDsNameTheirOwner(t *testing.T) {
+	id := NewSessionID("Abc123")
+	if m, ok := OwnerOf(id); !ok || m != "Abc123" {
+		t.Fatalf("OwnerOf(%q) = %q, %v", id, m, ok)
+	}
+	if a, b := NewSessionID("m"), NewSessionID("m"); a == b {
+		t.Fatal("two ids are equal")
+	}
+	plain := NewSessionID("")
+	if len(plain) != 32 || strings.Contains(plain, ".") {
+		t.Fatalf("a single process's id %q", plain)
+	}
+	for _, bad := range []string{plain, "", ".", "0123456789abcdef0123456789abcdef.", "short.member",
+		"0123456789abcdef0123456789abcdef.mem/ber", "0123456789abcdef0123456789abcdef.a.b",
+		"0123456789abcdef0123456789abcdef." + strings.Repeat("a", 65)} {
+		if m, ok := OwnerOf(bad); ok {
+			t.Errorf("OwnerOf(%q) = %q, want none", bad, m)
+		}
+	}
+}
+
+func TestTopologyFromAnEvent(t *testing.T) {
+	topo := topologyOf(&pcluster.ClusterTopology{
+		Members: []*pcluster.Member{{Id: "troupe@b", Host: "127.0.0.1", Port: 7002}, {Id: "troupe@a", Host: "::1", Port: 7001}},
+		Blocked: []string{"troupe@z"},
+	})
+	if got := topo.IDs(); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("ids %v", got)
+	}
+	if a, ok := topo.Address("a"); !ok || a != "[::1]:7001" {
+		t.Fatalf("address of a: %q %v", a, ok)
+	}
+	if topo.Has("z") || !topo.IsBlocked("z") || topo.IsBlocked("a") {
+		t.Fatal("blocked members are not live, live ones are not blocked")
+	}
+	var none *Topology
+	if none.Has("a") || none.IsBlocked("a") || none.IDs() != nil {
+		t.Fatal("a nil topology knows nobody")
+	}
+}
+
+func topo(ids ...string) *Topology {
+	ev := &pcluster.ClusterTopology{}
+	for _, id := range ids {
+		ev.Members = append(ev.Members, &pcluster.Member{Id: "troupe@" + id, Host: "127.0.0.1", Port: 1})
+	}
+	return topologyOf(ev)
+}
+
+func TestWatchdogRule(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	blocked := topo("a", "b")
+	blocked.Blocked = []string{"a"}
+	for _, tc := range []struct {
+		name  string
+		looks []facts
+		ready bool
+		leave string
+	}{
+		{name: "agreeing", looks: []facts{{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b", "a"}}}, ready: true},
+		{name: "not joined yet", looks: []facts{{now: at(0), self: "a", topology: topo("b"), etcd: []string{"a", "b"}}}},
+		{name: "blocked leaves at once", looks: []facts{{now: at(0), self: "a", topology: blocked, etcd: []string{"a", "b"}}},
+			leave: "blocked"},
+		{name: "etcd away: not ready, never leaves", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a"), etcdErr: errors.New("down")},
+			{now: at(60), self: "a", topology: topo("a"), etcdErr: errors.New("down")}}},
+		{name: "missing from etcd for a moment", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b"}},
+			{now: at(2.9), self: "a", topology: topo("a", "b"), etcd: []string{"b"}}}},
+		{name: "missing from etcd for 3 s", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b"}},
+			{now: at(3), self: "a", topology: topo("a", "b"), etcd: []string{"b"}}}, leave: "missing from etcd"},
+		{name: "a split for 3 s", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a"), etcd: []string{"a", "b"}},
+			{now: at(3), self: "a", topology: topo("a"), etcd: []string{"a", "b"}}}, leave: "disagrees"},
+		{name: "a disagreement that heals resets the clock", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a"), etcd: []string{"a", "b"}},
+			{now: at(2), self: "a", topology: topo("a", "b"), etcd: []string{"a", "b"}},
+			{now: at(4), self: "a", topology: topo("a"), etcd: []string{"a", "b"}},
+			{now: at(6), self: "a", topology: topo("a"), etcd: []string{"a", "b"}}}, ready: true},
+		{name: "an outage does not count as disagreement", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a"), etcd: []string{"a", "b"}},
+			{now: at(2), self: "a", topology: topo("a"), etcdErr: errors.New("down")},
+			{now: at(4), self: "a", topology: topo("a"), etcd: []string{"a", "b"}}}, ready: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w watchdog
+			var v verdict
+			for _, f := range tc.looks {
+				v = w.judge(f)
+			}
+			if v.ready != tc.ready {
+				t.Errorf("ready = %v, want %v", v.ready, tc.ready)
+			}
+			switch {
+			case tc.leave == "" && v.leave != nil:
+				t.Errorf("leaves: %v", v.leave)
+			case tc.leave != "" && (v.leave == nil || !strings.Contains(v.leave.Error(), tc.leave)):
+				t.Errorf("leave = %v, want one saying %q", v.leave, tc.leave)
+			}
+		})
+	}
+}
+
+func TestDiffFingerprints(t *testing.T) {
+	a := map[string]string{"tools": "1", "auth": "2"}
+	if d := DiffFingerprints(a, map[string]string{"tools": "1", "auth": "2"}); len(d) != 0 {
+		t.Fatalf("equal: %v", d)
+	}
+	d := DiffFingerprints(a, map[string]string{"tools": "9", "approvals": "3"})
+	if strings.Join(d, ",") != "approvals,auth,tools" {
+		t.Fatalf("diff %v", d)
+	}
+}

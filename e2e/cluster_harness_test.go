@@ -1,0 +1,421 @@
+package e2e
+
+// The cluster harness: Debian's etcd on loopback, a CA and a node
+// certificate for mutual TLS, and several troupe processes joined as one
+// cluster. Every node is a troupe binary built WITHOUT -race, even when
+// these tests run under -race: protoactor's cluster (at the only version
+// the module proxy serves) races inside the library whenever membership
+// changes (its block list, its member list against gossip, its informer),
+// which these tests make happen on purpose. troupe's own code runs under
+// -race in every other test, and the cluster package's units do.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	clusterBuildOnce sync.Once
+	clusterBin       string
+	clusterBuildErr  error
+)
+
+// clusterBinary is troupe built without -race (see the file comment).
+func clusterBinary(t *testing.T) string {
+	t.Helper()
+	if !raceEnabled() {
+		return troupeBinary(t)
+	}
+	clusterBuildOnce.Do(func() {
+		clusterBin = filepath.Join(binDir, "troupe-norace")
+		cmd := exec.Command("go", "build", "-o", clusterBin, "./cmd/troupe")
+		cmd.Dir = moduleRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			clusterBuildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if clusterBuildErr != nil {
+		t.Fatal(clusterBuildErr)
+	}
+	return clusterBin
+}
+
+// etcdServer is Debian's etcd (3.4) serving one member on loopback.
+type etcdServer struct {
+	dir, client, peer string
+	cmd               *exec.Cmd
+	exited            chan struct{}
+	log               *lockedWriter
+}
+
+// startEtcd starts etcd on two free loopback ports, in a directory of
+// the test's; Cleanup stops it.
+func startEtcd(t *testing.T) *etcdServer {
+	t.Helper()
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Fatal("etcd is not installed (scripts/test installs Debian's etcd-server)")
+	}
+	cp, err1 := freePort()
+	pp, err2 := freePort()
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	e := &etcdServer{dir: t.TempDir(), client: "127.0.0.1:" + strconv.Itoa(cp), peer: "127.0.0.1:" + strconv.Itoa(pp)}
+	e.start(t)
+	t.Cleanup(func() { e.stop() })
+	return e
+}
+
+// start runs etcd (again, on the same data after stop) and waits until it
+// answers.
+func (e *etcdServer) start(t *testing.T) {
+	t.Helper()
+	e.log = &lockedWriter{b: &strings.Builder{}}
+	e.exited = make(chan struct{})
+	e.cmd = exec.Command("etcd", "--name", "e2e", "--data-dir", filepath.Join(e.dir, "data"),
+		"--listen-client-urls", "http://"+e.client, "--advertise-client-urls", "http://"+e.client,
+		"--listen-peer-urls", "http://"+e.peer, "--initial-advertise-peer-urls", "http://"+e.peer,
+		"--initial-cluster", "e2e=http://"+e.peer, "--log-level", "warn")
+	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = e.cmd.Wait(); close(e.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := loopbackClient.Get("http://" + e.client + "/health")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if bytes.Contains(body, []byte(`"true"`)) {
+				return
+			}
+		}
+		select {
+		case <-e.exited:
+			t.Fatalf("etcd exited: %s", e.log)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcd did not become healthy: %s", e.log)
+		}
+	}
+}
+
+// stop ends etcd (its data stays for start).
+func (e *etcdServer) stop() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-e.exited:
+		return
+	default:
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(10 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.exited
+	}
+}
+
+// clusterCerts writes a CA and one node certificate (every node may share
+// it: nodes verify each other by the CA alone) into dir.
+func clusterCerts(t *testing.T, dir string) (ca, cert, key string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "troupe e2e CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	nodeKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	nodeTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "troupe node"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}}
+	nodeDER, err := x509.CreateCertificate(rand.Reader, nodeTmpl, caCert, &nodeKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(nodeKey)
+	ca, cert, key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "node.pem"), filepath.Join(dir, "node-key.pem")
+	for path, block := range map[string]*pem.Block{ca: {Type: "CERTIFICATE", Bytes: caDER},
+		cert: {Type: "CERTIFICATE", Bytes: nodeDER}, key: {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ca, cert, key
+}
+
+// testCluster is etcd, the TLS files, a workspace and a config shared by
+// the nodes started with startNode.
+type testCluster struct {
+	t         *testing.T
+	etcd      *etcdServer
+	workspace string
+	config    string // the config file every node reads
+	token     string
+}
+
+// clusterConfig is the [cluster]-less part of the nodes' config; extra
+// TOML is appended (command tools, approvals).
+func newTestCluster(t *testing.T, extra string) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, etcd: startEtcd(t), workspace: t.TempDir(), token: newToken(t)}
+	dir := t.TempDir()
+	ca, cert, key := clusterCerts(t, dir)
+	c.config = filepath.Join(dir, "troupe.toml")
+	cfg := fmt.Sprintf(`[approvals]
+state_key = "%s"
+
+[cluster]
+provider = "etcd"
+etcd_endpoints = ["%s"]
+tls_ca_file = "%s"
+tls_cert_file = "%s"
+tls_key_file = "%s"
+%s`, strings.Repeat("k", 32)+newToken(t)[:16], c.etcd.client, ca, cert, key, extra)
+	if err := os.WriteFile(c.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// clusterNode is one troupe process of a testCluster.
+type clusterNode struct {
+	c         *testCluster
+	http      string // host:port of MCP
+	url       string
+	remote    string // host:port of node-to-node traffic
+	extra     []string
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	log       *lockedWriter
+	supervise bool // restart on exit, as systemd's Restart=on-failure does
+	mu        sync.Mutex
+	restarts  int
+	stopping  bool
+}
+
+// startNode starts a node and waits until /readyz answers 200.
+func (c *testCluster) startNode(extra ...string) *clusterNode {
+	c.t.Helper()
+	hp, err1 := freePort()
+	rp, err2 := freePort()
+	if err1 != nil || err2 != nil {
+		c.t.Fatal(err1, err2)
+	}
+	n := &clusterNode{c: c, http: "127.0.0.1:" + strconv.Itoa(hp), remote: "127.0.0.1:" + strconv.Itoa(rp), extra: extra,
+		log: &lockedWriter{b: &strings.Builder{}}}
+	n.url = "http://" + n.http + "/mcp"
+	n.spawn()
+	c.t.Cleanup(func() { n.stop(c.t) })
+	if !n.waitReady(45 * time.Second) {
+		c.t.Fatalf("node %s did not become ready; its log:\n%s", n.http, n.log)
+	}
+	return n
+}
+
+func (n *clusterNode) args() []string {
+	return append([]string{"serve", "--config", n.c.config, "--workspace", n.c.workspace, "--http", n.http,
+		"--bearer-token-env", tokenEnv, "--log-level", "debug", "-c", "cluster.listen=" + strconv.Quote(n.remote)}, n.extra...)
+}
+
+// spawn starts the process (again); with supervise, a process that exits
+// on its own is started again after a second.
+func (n *clusterNode) spawn() {
+	cmd := exec.Command(clusterBinary(n.c.t), n.args()...)
+	cmd.Env = append(withoutVar(os.Environ(), tokenEnv), tokenEnv+"="+n.c.token)
+	cmd.Stdout, cmd.Stderr = n.log, n.log
+	exited := make(chan struct{})
+	if err := cmd.Start(); err != nil {
+		n.c.t.Fatal(err)
+	}
+	n.mu.Lock()
+	n.cmd, n.exited = cmd, exited
+	n.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+		n.mu.Lock()
+		again := n.supervise && !n.stopping
+		if again {
+			n.restarts++
+		}
+		n.mu.Unlock()
+		if again {
+			fmt.Fprintf(n.log, "\n--- harness: troupe exited (%v); starting it again ---\n", cmd.ProcessState)
+			time.Sleep(time.Second)
+			n.spawn()
+		}
+	}()
+}
+
+// process returns the current process and its exit channel.
+func (n *clusterNode) process() (*exec.Cmd, chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd, n.exited
+}
+
+// ready reports whether /readyz answers 200.
+func (n *clusterNode) ready() bool {
+	resp, err := loopbackClient.Get("http://" + n.http + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (n *clusterNode) waitReady(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !n.ready() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
+
+// kill9 kills the node's process at once (no leave, no drain).
+func (n *clusterNode) kill9() {
+	n.mu.Lock()
+	n.stopping = true
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// stop sends SIGTERM and requires a clean exit (status 0).
+func (n *clusterNode) stop(t *testing.T) {
+	n.mu.Lock()
+	wasStopping := n.stopping
+	n.stopping = true
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	select {
+	case <-exited:
+		if !wasStopping {
+			t.Errorf("node %s exited before the test ended: %v", n.http, cmd.ProcessState)
+		}
+	default:
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+			if code := cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("node %s exited with %v after SIGTERM", n.http, cmd.ProcessState)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("node %s did not exit within 30 s of SIGTERM", n.http)
+		}
+	}
+	if t.Failed() {
+		t.Logf("node %s's log:\n%s", n.http, n.log)
+	}
+}
+
+// mcpReply is one POST's answer: the status, the session id header, and
+// the JSON-RPC messages it carried (one for JSON, every event for SSE).
+type mcpReply struct {
+	status    int
+	sessionID string
+	messages  []map[string]any
+}
+
+// last is the reply's last message (the response of a request).
+func (r mcpReply) last() map[string]any {
+	if len(r.messages) == 0 {
+		return nil
+	}
+	return r.messages[len(r.messages)-1]
+}
+
+// post sends one JSON-RPC message to node n in session sid ("" for none).
+func (n *clusterNode) post(t *testing.T, sid string, msg any) mcpReply {
+	t.Helper()
+	body, _ := json.Marshal(msg)
+	req, _ := http.NewRequest(http.MethodPost, n.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+n.c.token)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 60 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST to %s: %v", n.http, err)
+	}
+	defer resp.Body.Close()
+	r := mcpReply{status: resp.StatusCode, sessionID: resp.Header.Get("Mcp-Session-Id")}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(data), &m) == nil {
+					r.messages = append(r.messages, m)
+				}
+			}
+		}
+		return r
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if json.Unmarshal(raw, &m) == nil {
+		r.messages = append(r.messages, m)
+	}
+	return r
+}
+
+// initialize opens a session on node n (which owns it) and sends
+// notifications/initialized; it returns the session id.
+func (n *clusterNode) initialize(t *testing.T) string {
+	t.Helper()
+	r := n.post(t, "", map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "cluster-e2e", "version": "1"}}})
+	if r.status != http.StatusOK || r.sessionID == "" {
+		t.Fatalf("initialize on %s: status %d, %v", n.http, r.status, r.messages)
+	}
+	if a := n.post(t, r.sessionID, map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); a.status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized on %s: status %d", n.http, a.status)
+	}
+	return r.sessionID
+}
