@@ -83,6 +83,7 @@ func (c *Config) validate() []error {
 	}
 	c.validateExecution(&ps)
 	c.validateObserve(&ps)
+	c.validateCluster(&ps)
 	for _, name := range c.Sessions.AllowedEnv {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
 			ps.add(p("sessions", "allowed_env"), "sessions.allowed_env: %q is not an environment variable name", name)
