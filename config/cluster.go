@@ -41,7 +41,7 @@ func (c *Config) validateCluster(ps *problems) {
 	}
 	switch {
 	case cl.Listen == "":
-		ps.add(p("cluster", "listen"), "cluster.listen is required with cluster.provider = %q: the HOST:PORT of node-to-node traffic", cl.Provider)
+		ps.require(p("cluster", "listen"), p("cluster", "provider"), "cluster.listen is required with cluster.provider = %q: the HOST:PORT of node-to-node traffic", cl.Provider)
 	case !validHostPort(cl.Listen, true):
 		ps.add(p("cluster", "listen"), "cluster.listen must be HOST:PORT (port 1 to 65535), got %q", cl.Listen)
 	case cl.Advertise == "" && !dialableHost(cl.Listen):
@@ -52,7 +52,7 @@ func (c *Config) validateCluster(ps *problems) {
 		ps.add(p("cluster", "advertise"), "cluster.advertise must be \"\" or a HOST:PORT other nodes can dial (not 0.0.0.0 or ::), got %q", cl.Advertise)
 	}
 	if cl.Provider == "etcd" && len(cl.EtcdEndpoints) == 0 {
-		ps.add(p("cluster", "etcd_endpoints"), `cluster.etcd_endpoints is required with cluster.provider = "etcd": etcd's HOST:PORT entries, such as ["127.0.0.1:2379"]`)
+		ps.require(p("cluster", "etcd_endpoints"), p("cluster", "provider"), `cluster.etcd_endpoints is required with cluster.provider = "etcd": etcd's HOST:PORT entries, such as ["127.0.0.1:2379"]`)
 	}
 	for i, e := range cl.EtcdEndpoints {
 		if !validHostPort(e, false) {
@@ -68,7 +68,7 @@ func (c *Config) validateCluster(ps *problems) {
 	}
 	// An unset ${NAME} reference is reported by itself already.
 	if c.Approvals.StateKey == "" && c.RawString("approvals", "state_key") == "" {
-		ps.add(p("approvals", "state_key"), "approvals.state_key is required with cluster.provider = %q, and every node must share it: "+
+		ps.require(p("approvals", "state_key"), p("cluster", "provider"), "approvals.state_key is required with cluster.provider = %q, and every node must share it: "+
 			"an approval state sealed on one node is answered on another (make one with `openssl rand -base64 32`)", cl.Provider)
 	}
 }
@@ -80,7 +80,7 @@ func (c *Config) validateClusterTLS(ps *problems) {
 	cl := c.Cluster
 	read := func(key, path, what string) []byte {
 		if path == "" {
-			ps.add(p("cluster", key), "cluster.%s is required with cluster.provider = %q: %s, a PEM file "+
+			ps.require(p("cluster", key), p("cluster", "provider"), "cluster.%s is required with cluster.provider = %q: %s, a PEM file "+
 				"(mutual TLS between nodes; cluster.tls_insecure = true turns it off, for tests only)", key, cl.Provider, what)
 			return nil
 		}

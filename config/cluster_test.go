@@ -149,7 +149,7 @@ func TestClusterRefusals(t *testing.T) {
 	}{
 		{name: "provider", set: map[string]string{"provider": `"automanaged"`},
 			want: []string{`:2: cluster.provider: must be "" (one process) or "etcd", got "automanaged"`}},
-		{name: "no listen", set: map[string]string{"listen": ""}, want: []string{`cluster.listen: is required with cluster.provider = "etcd": the HOST:PORT of node-to-node traffic`}},
+		{name: "no listen", set: map[string]string{"listen": ""}, want: []string{`:2: cluster.listen: is required with cluster.provider = "etcd": the HOST:PORT of node-to-node traffic`}},
 		{name: "bad listen", set: map[string]string{"listen": `"127.0.0.1"`},
 			want: []string{`:3: cluster.listen: must be HOST:PORT (port 1 to 65535), got "127.0.0.1"`}},
 		{name: "unspecified listen", set: map[string]string{"listen": `"0.0.0.0:7001"`},
@@ -172,7 +172,7 @@ func TestClusterRefusals(t *testing.T) {
 		{name: "another key", set: map[string]string{"tls_key_file": `"` + otherKey + `"`},
 			want: []string{"cluster.tls_key_file = \"" + otherKey + "\": is not the key of cluster.tls_cert_file's certificate"}},
 		{name: "no state key", noKey: true,
-			want: []string{`approvals.state_key: is required with cluster.provider = "etcd", and every node must share it`}},
+			want: []string{`:2: approvals.state_key: is required with cluster.provider = "etcd", and every node must share it`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := map[string]string{}

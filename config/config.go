@@ -724,10 +724,19 @@ func (c *Config) resolveSecrets(env map[string]string) []error {
 type keyError struct {
 	key []string // path of the key
 	msg string
+	// because is the key whose value makes key required (cluster.provider
+	// for cluster.listen): when no layer sets key, the layer that set
+	// because is the one at fault, rather than whichever made the table.
+	because []string
 }
 
 func (e *keyError) Error() string { return e.msg }
 
 func errKey(path []string, format string, args ...any) error {
 	return &keyError{key: path, msg: fmt.Sprintf(format, args...)}
+}
+
+// errRequired is the error of a key that because's value requires.
+func errRequired(path, because []string, format string, args ...any) error {
+	return &keyError{key: path, because: because, msg: fmt.Sprintf(format, args...)}
 }
