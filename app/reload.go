@@ -95,6 +95,9 @@ var reloadRules = []reloadRule{
 	{key: "[output]", part: func(c *config.Config) any { return c.Output }},
 	{key: "[metrics]", part: func(c *config.Config) any { return c.Metrics }},
 	{key: "[tracing]", part: func(c *config.Config) any { return c.Tracing }},
+	// A node joins a cluster, and leaves it, only as a new process: the
+	// actor system's remote and membership are made once, at start.
+	{key: "[cluster]", part: func(c *config.Config) any { return c.Cluster }},
 	// The management methods (methods.go) are built once; their tools
 	// keep per-session state (Codex processes, listeners) a rebuild would
 	// orphan. Whether each is served follows the tool set every reload

@@ -214,6 +214,18 @@ func TestRunServesStdioAndReloads(t *testing.T) {
 		t.Errorf("the configuration in force is not the last good one")
 	}
 
+	// Turning [cluster] on waits for the next start (a node joins and
+	// leaves a cluster only as a new process), named as such.
+	before := len(logs.String())
+	if err := a.Reload(load(`tools.deny=["repo.readFile"]`, `logging.level="debug"`, "limits.page_size=7",
+		"cluster.provider=etcd", "cluster.listen=127.0.0.1:7001", `cluster.etcd_endpoints=["127.0.0.1:2379"]`,
+		"cluster.tls_insecure=true", "approvals.state_key="+strings.Repeat("ab", 32))); err != nil {
+		t.Fatal(err)
+	}
+	if warned := logs.String()[before:]; !strings.Contains(warned, "take effect at the next start") || !strings.Contains(warned, "[cluster]") {
+		t.Errorf("a reload that changes [cluster] should name it as waiting for the next start:\n%s", warned)
+	}
+
 	endStdio(t, inW, done)
 	if err := a.Reload(load()); err == nil {
 		t.Fatal("Reload after Run succeeded")

@@ -68,6 +68,7 @@ type Config struct {
 	Sessions   Sessions               `koanf:"sessions"`
 	Metrics    Metrics                `koanf:"metrics"`
 	Tracing    Tracing                `koanf:"tracing"`
+	Cluster    Cluster                `koanf:"cluster"`
 
 	// File is the config file that was read, "" for none.
 	File string `koanf:"-"`
@@ -113,6 +114,37 @@ type Tracing struct {
 	// OTEL_EXPORTER_OTLP_*ENDPOINT variables (tracing.ResolveEndpoint),
 	// and with none sends no traces.
 	Endpoint string `koanf:"endpoint"`
+}
+
+// Cluster is the [cluster] table: several troupe nodes as one. With
+// Provider "" (the default) troupe is one process, no remote is started
+// and every other key here is ignored (and not checked).
+type Cluster struct {
+	// Provider is "" (one process) or "etcd" (membership on etcd).
+	Provider string `koanf:"provider"`
+	// Name is the cluster's name and its etcd key prefix (default
+	// "troupe"): nodes with the same name and etcd are one cluster.
+	Name string `koanf:"name"`
+	// Listen is the host:port of node-to-node traffic (required with a
+	// provider).
+	Listen string `koanf:"listen"`
+	// Advertise is the host:port other nodes dial; "" = Listen.
+	Advertise string `koanf:"advertise"`
+	// EtcdEndpoints are etcd's host:port entries, as etcd clients take
+	// them (required with provider "etcd").
+	EtcdEndpoints []string `koanf:"etcd_endpoints"`
+	// TLSCertFile is this node's certificate (PEM) for mutual TLS between
+	// nodes: protoactor's remote delivers any message from anyone who
+	// reaches its port, so nodes must prove who they are.
+	TLSCertFile string `koanf:"tls_cert_file"`
+	// TLSKeyFile is that certificate's private key (PEM); a secret, hidden
+	// from sandboxed runs.
+	TLSKeyFile string `koanf:"tls_key_file"`
+	// TLSCAFile is the CA (PEM) every node's certificate must chain to.
+	TLSCAFile string `koanf:"tls_ca_file"`
+	// TLSInsecure sends node-to-node traffic in plaintext, without the
+	// TLS files: for tests only, logged loudly at start.
+	TLSInsecure bool `koanf:"tls_insecure"`
 }
 
 // Limits is the [limits] table.
@@ -692,10 +724,19 @@ func (c *Config) resolveSecrets(env map[string]string) []error {
 type keyError struct {
 	key []string // path of the key
 	msg string
+	// because is the key whose value makes key required (cluster.provider
+	// for cluster.listen): when no layer sets key, the layer that set
+	// because is the one at fault, rather than whichever made the table.
+	because []string
 }
 
 func (e *keyError) Error() string { return e.msg }
 
 func errKey(path []string, format string, args ...any) error {
 	return &keyError{key: path, msg: fmt.Sprintf(format, args...)}
+}
+
+// errRequired is the error of a key that because's value requires.
+func errRequired(path, because []string, format string, args ...any) error {
+	return &keyError{key: path, because: because, msg: fmt.Sprintf(format, args...)}
 }

@@ -268,6 +268,18 @@ func locateKeyError(sources []source, err error) *Error {
 		return &Error{Layer: "config", Problem: err.Error()}
 	}
 	problem, keyed := splitKey(ke.key, ke.msg)
+	if ke.because != nil && !slices.ContainsFunc(sources, func(s source) bool { _, ok := lookup(s.data, ke.key); return ok }) {
+		for i := len(sources) - 1; i >= 0; i-- {
+			if _, ok := lookup(sources[i].data, ke.because); ok {
+				e := sources[i].locate(ke.because, nil, problem, nil, "")
+				e.Key = dotted(ke.key)
+				if !keyed {
+					e.Key = ""
+				}
+				return e
+			}
+		}
+	}
 	// The key itself, else the table around it (a required key that no
 	// layer set is the fault of the layer that made the table).
 	for n := len(ke.key); n > 0; n-- {

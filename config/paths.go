@@ -310,7 +310,8 @@ func realPath(path string) (real string, links []string, err error) {
 // with the rotated files it will have (PATH.1 … PATH.max_files, hidden by
 // each run when they exist) and those an earlier max_files left, and the
 // spool directory when one is configured (the default lies in the
-// sandbox's temp root, which is hidden anyway).
+// sandbox's temp root, which is hidden anyway), and a cluster node's TLS
+// key (with it a run could speak to the other nodes as this one).
 func (c *Config) OwnPaths() []string {
 	var paths []string
 	if c.File != "" {
@@ -341,6 +342,11 @@ func (c *Config) OwnPaths() []string {
 	if c.Codex.Enabled {
 		if dir, err := c.CodexStateDir(); err == nil {
 			paths = append(paths, dir)
+		}
+	}
+	if c.Clustered() && c.Cluster.TLSKeyFile != "" {
+		if abs, err := filepath.Abs(c.Cluster.TLSKeyFile); err == nil {
+			paths = append(paths, abs)
 		}
 	}
 	return paths

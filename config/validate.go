@@ -25,6 +25,12 @@ func (ps *problems) add(path []string, format string, args ...any) {
 	*ps = append(*ps, errKey(path, format, args...))
 }
 
+// require records that the key at path is missing, which the value of the
+// key at because requires.
+func (ps *problems) require(path, because []string, format string, args ...any) {
+	*ps = append(*ps, errRequired(path, because, format, args...))
+}
+
 // validate checks values the types cannot express and returns every
 // problem found, each naming its key; nil when there is none.
 func (c *Config) validate() []error {
@@ -83,6 +89,7 @@ func (c *Config) validate() []error {
 	}
 	c.validateExecution(&ps)
 	c.validateObserve(&ps)
+	c.validateCluster(&ps)
 	for _, name := range c.Sessions.AllowedEnv {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
 			ps.add(p("sessions", "allowed_env"), "sessions.allowed_env: %q is not an environment variable name", name)

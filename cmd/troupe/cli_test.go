@@ -414,3 +414,32 @@ era = "future"
 		}
 	}
 }
+
+// TestClusterConfigOnTheCommandLine: [cluster] set with -c as the README
+// writes it (a list included) passes config check with a shared state key,
+// and config check and serve refuse a clustered node without one (exit 2,
+// naming approvals.state_key, blaming the -c that set the provider).
+func TestClusterConfigOnTheCommandLine(t *testing.T) {
+	bin := buildTroupe(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cluster := []string{"--workspace", ws, "-c", "cluster.provider=etcd", "-c", "cluster.listen=127.0.0.1:7001",
+		"-c", `cluster.etcd_endpoints=["127.0.0.1:2379"]`, "-c", "cluster.tls_insecure=true"}
+	key := "c3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3M="
+
+	code, out, errText := runTroupe(t, bin, dir, []string{"TROUPE_TEST_STATE_KEY=" + key},
+		append([]string{"config", "check", "-c", "approvals.state_key=${TROUPE_TEST_STATE_KEY}"}, cluster...)...)
+	if code != 0 || !strings.Contains(out, "provider = 'etcd'") || !strings.Contains(out, "etcd_endpoints = ['127.0.0.1:2379']") ||
+		strings.Contains(out, key) {
+		t.Errorf("config check of a clustered node: exit %d, stdout %q, stderr %q", code, out, errText)
+	}
+	for _, cmd := range []string{"config check", "serve"} {
+		code, out, errText = runTroupe(t, bin, dir, nil, append(strings.Fields(cmd), cluster...)...)
+		if code != 2 || out != "" || !strings.Contains(errText, "-c cluster.provider=etcd: approvals.state_key: is required") || !strings.Contains(errText, "every node must share it") {
+			t.Errorf("%s without approvals.state_key: exit %d, stdout %q, stderr %q; want 2 naming approvals.state_key", cmd, code, out, errText)
+		}
+	}
+}
