@@ -410,6 +410,17 @@ func TestHTTPSpreadOverURLs(t *testing.T) {
 		t.Fatalf("stateless table (no sessions column):\n%s", out.String())
 	}
 
+	// A soak spreads its callers too, and its intervals hold every call.
+	rep, err = Run(context.Background(), Options{Target: Target{URLs: urls}, Mode: ModeSoak, Rate: 200, Duration: 400 * time.Millisecond,
+		Interval: 200 * time.Millisecond, Concurrency: 2, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.PerURL) != 2 || rep.PerURL[0].Calls == 0 || rep.PerURL[1].Calls == 0 ||
+		rep.PerURL[0].Calls+rep.PerURL[1].Calls != rep.Calls || rep.PerURL[0].Sessions != 1 || rep.PerURL[1].Sessions != 1 {
+		t.Fatalf("soak: %+v of %d calls", rep.PerURL, rep.Calls)
+	}
+
 	// One URL, given either way, reports as it always did: no breakdown.
 	for _, target := range []Target{{URL: a.url}, {URLs: []string{a.url}}} {
 		rep, err = Run(context.Background(), Options{Target: target, Calls: 10, Timeout: 20 * time.Second})
