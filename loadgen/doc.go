@@ -19,6 +19,13 @@
 // run ends; the time from its start to its initialize answer is reported
 // as StartupMs.
 //
+// Target.URLs, instead of URL, names several HTTP endpoints of one
+// service, such as the nodes of a troupe cluster, so that it is
+// load-tested as a whole: sessions (in every mode) and stateless callers
+// are spread over the URLs round-robin, at least one of each a URL, and
+// Report.PerURL gives each URL's sessions, calls, errors and latency
+// percentiles beside the totals. One URL reports as it always did.
+//
 // Over HTTP, Options.Stateless makes the calls without a session, as the
 // 2026-07-28 revision does: server/discover once, then every tools/call
 // stands alone, its version, client capabilities and client in _meta and

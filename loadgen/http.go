@@ -196,3 +196,19 @@ func validURL(u string) error {
 	}
 	return nil
 }
+
+// validURLs checks the --http addresses of a run: each valid, none given
+// twice (its share of the load would be counted under one name).
+func validURLs(urls []string) error {
+	seen := make(map[string]bool, len(urls))
+	for _, u := range urls {
+		if err := validURL(u); err != nil {
+			return err
+		}
+		if seen[u] {
+			return fmt.Errorf("%q is given twice: name each URL once", u)
+		}
+		seen[u] = true
+	}
+	return nil
+}

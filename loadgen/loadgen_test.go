@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -97,6 +98,12 @@ func TestStdioTimeoutAndBadCommand(t *testing.T) {
 // calls it saw at once.
 func troupeHTTP(t *testing.T, peak *atomic.Int64) string {
 	t.Helper()
+	return troupeHTTPWrapped(t, peak, func(h http.Handler) http.Handler { return h })
+}
+
+// troupeHTTPWrapped is troupeHTTP with wrap around troupe's handler.
+func troupeHTTPWrapped(t *testing.T, peak *atomic.Int64, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
 	var inFlight atomic.Int64
 	reg, err := tools.NewRegistry(
 		funcTool{name: "echo", call: func(_ context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
@@ -116,7 +123,7 @@ func troupeHTTP(t *testing.T, peak *atomic.Int64) string {
 	}
 	host := actors.NewHost(actors.Options{Session: actors.SessionOptions{Registry: reg,
 		ServerInfo: protocol.Implementation{Name: "troupe-test", Version: "0"}}, Grace: 2 * time.Second})
-	srv := httptest.NewServer(mcphttp.New(host, mcphttp.Options{}))
+	srv := httptest.NewServer(wrap(mcphttp.New(host, mcphttp.Options{})))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
@@ -304,5 +311,159 @@ func TestHTTPStatelessOlderServer(t *testing.T) {
 		if rep.OK != 20 || calls.Load() != 20 || bad.Load() != 0 || rep.Stateless != "2025-06-18" {
 			t.Fatalf("%s: ok %d, calls %d, %d not in the 2025 stateless form, dialect %q", refusal, rep.OK, calls.Load(), bad.Load(), rep.Stateless)
 		}
+	}
+}
+
+// countedTroupe is troupeHTTP with a count of the requests it took by
+// JSON-RPC method, so a test sees from the server's side what reached it.
+type countedTroupe struct {
+	url                      string
+	initialize, call, others atomic.Int64
+}
+
+func newCountedTroupe(t *testing.T) *countedTroupe {
+	t.Helper()
+	c := &countedTroupe{}
+	c.url = troupeHTTPWrapped(t, new(atomic.Int64), func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			switch {
+			case bytes.Contains(body, []byte(`"method":"initialize"`)):
+				c.initialize.Add(1)
+			case bytes.Contains(body, []byte(`"method":"tools/call"`)):
+				c.call.Add(1)
+			default:
+				c.others.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	return c
+}
+
+// TestHTTPSpreadOverURLs: a run given two URLs (two troupe servers, as
+// the nodes of a cluster) opens its sessions at both round-robin, in each
+// mode, and its report counts what went to each URL; the servers' own
+// counts agree with the report.
+func TestHTTPSpreadOverURLs(t *testing.T) {
+	a, b := newCountedTroupe(t), newCountedTroupe(t)
+	urls := []string{a.url, b.url}
+	rep, err := Run(context.Background(), Options{Target: Target{URLs: urls}, Calls: 400, Concurrency: 4, Sessions: 4,
+		Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 400 || rep.OK != 400 || len(rep.Errors) != 0 || rep.Target != a.url+", "+b.url {
+		t.Fatalf("report: %+v", rep)
+	}
+	if a.initialize.Load() != 2 || b.initialize.Load() != 2 {
+		t.Fatalf("initialize: %d at the first URL, %d at the second; want 2 each", a.initialize.Load(), b.initialize.Load())
+	}
+	if len(rep.PerURL) != 2 {
+		t.Fatalf("per URL: %+v", rep.PerURL)
+	}
+	for i, srv := range []*countedTroupe{a, b} {
+		u := rep.PerURL[i]
+		if u.URL != srv.url || u.Sessions != 2 || u.Calls == 0 || u.Calls != srv.call.Load() || u.OK != u.Calls ||
+			u.Latency == nil || u.Latency.P50 <= 0 || u.Latency.Max < u.Latency.P99 {
+			t.Errorf("URL %d: %+v (latency %+v); the server took %d calls", i, u, u.Latency, srv.call.Load())
+		}
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	rows := perURLRows(out.String())
+	for _, u := range []string{a.url, b.url} {
+		if r := rows[u]; len(r) != 9 || r[1] != "2" || rows["url"][1] != "sessions" || rows["url"][5] != "p50" {
+			t.Errorf("table's row for %s: %q (header %q)\n%s", u, r, rows["url"], out.String())
+		}
+	}
+
+	// Idle sessions: 6 sessions, 3 at each.
+	rep, err = Run(context.Background(), Options{Target: Target{URLs: urls}, Mode: ModeSessions, Sessions: 6, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.SessionsOpened != 6 || len(rep.PerURL) != 2 || rep.PerURL[0].Sessions != 3 || rep.PerURL[1].Sessions != 3 ||
+		a.initialize.Load() != 5 || b.initialize.Load() != 5 {
+		t.Fatalf("sessions: %+v; initialize %d and %d", rep.PerURL, a.initialize.Load(), b.initialize.Load())
+	}
+
+	// Stateless callers: 2 at each URL.
+	a0, b0 := a.call.Load(), b.call.Load()
+	rep, err = Run(context.Background(), Options{Target: Target{URLs: urls}, Stateless: true, Calls: 200, Concurrency: 4,
+		Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK != 200 || len(rep.PerURL) != 2 || rep.PerURL[0].Calls != a.call.Load()-a0 || rep.PerURL[1].Calls != b.call.Load()-b0 ||
+		rep.PerURL[0].Calls == 0 || rep.PerURL[1].Calls == 0 || rep.PerURL[0].Sessions != 0 {
+		t.Fatalf("stateless: %+v; the servers took %d and %d calls", rep.PerURL, a.call.Load()-a0, b.call.Load()-b0)
+	}
+	out.Reset()
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if rows := perURLRows(out.String()); rows["url"][1] != "calls" || len(rows[b.url]) != 8 {
+		t.Fatalf("stateless table (no sessions column):\n%s", out.String())
+	}
+
+	// A soak spreads its callers too, and its intervals hold every call.
+	rep, err = Run(context.Background(), Options{Target: Target{URLs: urls}, Mode: ModeSoak, Rate: 200, Duration: 400 * time.Millisecond,
+		Interval: 200 * time.Millisecond, Concurrency: 2, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.PerURL) != 2 || rep.PerURL[0].Calls == 0 || rep.PerURL[1].Calls == 0 ||
+		rep.PerURL[0].Calls+rep.PerURL[1].Calls != rep.Calls || rep.PerURL[0].Sessions != 1 || rep.PerURL[1].Sessions != 1 {
+		t.Fatalf("soak: %+v of %d calls", rep.PerURL, rep.Calls)
+	}
+
+	// One URL, given either way, reports as it always did: no breakdown.
+	for _, target := range []Target{{URL: a.url}, {URLs: []string{a.url}}} {
+		rep, err = Run(context.Background(), Options{Target: target, Calls: 10, Timeout: 20 * time.Second})
+		if err != nil || rep.OK != 10 || rep.PerURL != nil || rep.Target != a.url {
+			t.Fatalf("one URL %+v: %+v, %v", target, rep, err)
+		}
+	}
+}
+
+// perURLRows is the per-URL table of a report's text, each row's fields
+// by its first: "url" for the header.
+func perURLRows(table string) map[string][]string {
+	rows := map[string][]string{}
+	for _, line := range strings.Split(table, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "url" || strings.HasPrefix(f[0], "http://")) {
+			rows[f[0]] = f
+		}
+	}
+	return rows
+}
+
+func TestURLsOptionErrors(t *testing.T) {
+	two := []string{"http://a/mcp", "http://b/mcp"}
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Target: Target{URL: "http://a/mcp", URLs: two}}, "not both"},
+		{Options{Target: Target{URLs: []string{"http://a/mcp", "b:1"}}}, "not an http"},
+		{Options{Target: Target{URLs: []string{"http://a/mcp", "http://a/mcp"}}}, "given twice"},
+		{Options{Target: Target{URLs: two}, Sessions: 1}, "one session per URL"},
+		{Options{Target: Target{URLs: two}, Mode: ModeSessions, Sessions: 1}, "one session per URL"},
+		{Options{Target: Target{URLs: two}, Concurrency: 1}, "one caller per URL"},
+		{Options{Target: Target{URLs: two}, Stateless: true, Concurrency: 1}, "one caller per URL"},
+		{Options{Target: Target{URLs: two, Command: []string{"x"}}}, "exactly one target"},
+	} {
+		if err := c.o.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Check(%+v) = %v; want %q", c.o, err, c.want)
+		}
+	}
+	// The defaults give every URL a session and a caller.
+	o := Options{Target: Target{URLs: append(two, "http://c/mcp")}}
+	if err := o.defaults(); err != nil || o.Sessions != 3 || o.Concurrency != 3 {
+		t.Fatalf("defaults: sessions %d, concurrency %d, %v", o.Sessions, o.Concurrency, err)
 	}
 }

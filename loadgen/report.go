@@ -55,6 +55,77 @@ type Report struct {
 	// Aborted says why the run stopped early (the overall timeout, the
 	// server exiting).
 	Aborted string `json:"aborted,omitempty"`
+	// PerURL is, for a run spread over several URLs (Target.URLs), each
+	// URL's share, in the order the URLs were given; the figures above
+	// are the totals.
+	PerURL []URLReport `json:"per_url,omitempty"`
+}
+
+// URLReport is one URL's share of a run spread over several.
+type URLReport struct {
+	URL string `json:"url"`
+	// Sessions is how many sessions were opened at this URL (none for
+	// stateless calls).
+	Sessions int `json:"sessions"`
+	// Calls, OK and Errors count the calls this URL's sessions (or
+	// stateless callers) made, answered with a result, and failed.
+	// Sessions and callers are spread round-robin, but calls follow their
+	// callers: a slower URL serves fewer of them.
+	Calls  int64 `json:"calls,omitempty"`
+	OK     int64 `json:"ok,omitempty"`
+	Errors int64 `json:"errors,omitempty"`
+	// Latency is that of this URL's answered calls (absent in
+	// ModeSessions, which makes none).
+	Latency *Latency `json:"latency,omitempty"`
+}
+
+// perURLSessions is the empty per-URL breakdown of a run over urls: nil
+// for one URL (or none), whose report stays as it always was.
+func perURLSessions(urls []string) []URLReport {
+	if len(urls) < 2 {
+		return nil
+	}
+	out := make([]URLReport, len(urls))
+	for i, u := range urls {
+		out[i].URL = u
+	}
+	return out
+}
+
+// countSessions adds each session to its URL's entry of per.
+func countSessions(per []URLReport, sessions []*httpSession) {
+	for i := range per {
+		for _, s := range sessions {
+			if s.url == per[i].URL {
+				per[i].Sessions++
+			}
+		}
+	}
+}
+
+// perURLCalls is the per-URL breakdown of the workers' calls, each
+// worker's samples counted under the URL of its endpoint (nil for one
+// URL).
+func perURLCalls(urls []string, ws []*worker) []URLReport {
+	per := perURLSessions(urls)
+	for i := range per {
+		var samples []sample
+		for _, w := range ws {
+			if h, ok := w.ep.(*httpSession); ok && h.url == per[i].URL {
+				samples = append(samples, w.samples...)
+			}
+		}
+		for _, s := range samples {
+			if s.failed {
+				per[i].Errors++
+			} else {
+				per[i].OK++
+			}
+		}
+		l := latency(samples)
+		per[i].Calls, per[i].Latency = int64(len(samples)), &l
+	}
+	return per
 }
 
 // Latency is a distribution in microseconds.
@@ -178,6 +249,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(r.PerURL) > 0 {
+		fmt.Fprintln(w)
+		if err := r.writePerURL(w); err != nil {
+			return err
+		}
+	}
 	if len(r.Intervals) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -195,3 +272,34 @@ func (r *Report) WriteTable(w io.Writer) error {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// writePerURL prints the share of each URL of a run spread over several:
+// its sessions (none for stateless calls) and, when calls were made, their
+// count, failures and latency percentiles.
+func (r *Report) writePerURL(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	calls := r.Mode != ModeSessions
+	head := "url"
+	if r.Stateless == "" {
+		head += "\tsessions"
+	}
+	if calls {
+		head += "\tcalls\tok\terrors\tp50 µs\tp90 µs\tp99 µs\tmax µs"
+	}
+	fmt.Fprintln(tw, head)
+	for _, u := range r.PerURL {
+		line := u.URL
+		if r.Stateless == "" {
+			line += fmt.Sprintf("\t%d", u.Sessions)
+		}
+		if calls {
+			var l Latency
+			if u.Latency != nil {
+				l = *u.Latency
+			}
+			line += fmt.Sprintf("\t%d\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f", u.Calls, u.OK, u.Errors, l.P50, l.P90, l.P99, l.Max)
+		}
+		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
+}

@@ -39,15 +39,32 @@ type Target struct {
 	Env []string
 	// URL is the HTTP endpoint (e.g. http://127.0.0.1:8080/mcp).
 	URL string
+	// URLs, instead of URL, are several HTTP endpoints of one service,
+	// such as the nodes of a troupe cluster, so that it is load-tested as
+	// a whole: sessions (and, for stateless calls, callers) are spread
+	// over them round-robin, and Report.PerURL breaks the figures down by
+	// URL. One entry behaves exactly as URL.
+	URLs []string
 	// BearerToken, when set, is sent as "Authorization: Bearer …".
 	BearerToken string
 }
 
 func (t Target) String() string {
-	if t.URL != "" {
-		return t.URL
+	if urls := t.urls(); len(urls) > 0 {
+		return strings.Join(urls, ", ")
 	}
 	return "stdio: " + strings.Join(t.Command, " ")
+}
+
+// urls are the HTTP endpoints, URLs or URL; nil for a stdio target.
+func (t Target) urls() []string {
+	if len(t.URLs) > 0 {
+		return t.URLs
+	}
+	if t.URL != "" {
+		return []string{t.URL}
+	}
+	return nil
 }
 
 // Options configure a run. The zero value of a field means its default.
@@ -56,8 +73,8 @@ type Options struct {
 	Mode   Mode // default ModeThroughput
 
 	Calls       int             // ModeThroughput: calls to make (default 20000)
-	Concurrency int             // calls in flight (default 1; 16 for soak and for opening sessions)
-	Sessions    int             // HTTP sessions the callers share, or to open in ModeSessions (default 1)
+	Concurrency int             // calls in flight (default 1; 16 for soak and for opening sessions; at least 1 per URL)
+	Sessions    int             // HTTP sessions the callers share, or to open in ModeSessions (default 1 per URL)
 	Tool        string          // the tool to call (default "echo")
 	Args        json.RawMessage // its arguments, a JSON object (default {"text":"hello"})
 
@@ -96,17 +113,23 @@ func (o *Options) defaults() error {
 	if o.Mode == "" {
 		o.Mode = ModeThroughput
 	}
+	urls := o.Target.urls()
+	// Every URL gets a session and a caller by default.
+	perURL := max(1, len(urls))
 	if o.Calls <= 0 {
 		o.Calls = 20000
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 1
+		o.Concurrency = perURL
 		if o.Mode != ModeThroughput {
-			o.Concurrency = 16
+			o.Concurrency = max(16, perURL)
 		}
 	}
 	if o.Sessions <= 0 {
 		o.Sessions = 1
+		if !o.Stateless {
+			o.Sessions = perURL
+		}
 	}
 	if o.Tool == "" {
 		o.Tool = "echo"
@@ -127,10 +150,12 @@ func (o *Options) defaults() error {
 		}
 	}
 	switch {
-	case (o.Target.URL == "") == (len(o.Target.Command) == 0):
+	case o.Target.URL != "" && len(o.Target.URLs) > 0:
+		return errors.New("give the HTTP endpoint as URL or as URLs, not both")
+	case (len(urls) == 0) == (len(o.Target.Command) == 0):
 		return errors.New("give exactly one target: a stdio command or an HTTP URL")
-	case o.Target.URL != "":
-		if err := validURL(o.Target.URL); err != nil {
+	case len(urls) > 0:
+		if err := validURLs(urls); err != nil {
 			return err
 		}
 	case o.Stateless:
@@ -139,10 +164,13 @@ func (o *Options) defaults() error {
 	if o.Stateless && o.Sessions > 1 {
 		return errors.New("stateless calls open no sessions: leave the session count out")
 	}
+	if err := o.coverURLs(len(urls)); err != nil {
+		return err
+	}
 	switch o.Mode {
 	case ModeThroughput:
 	case ModeSessions:
-		if o.Target.URL == "" {
+		if len(urls) == 0 {
 			return errors.New("sessions mode needs an HTTP target (a stdio server has one session)")
 		}
 		if o.Stateless {
@@ -157,6 +185,22 @@ func (o *Options) defaults() error {
 		}
 	default:
 		return fmt.Errorf("unknown mode %q (throughput, sessions or soak)", o.Mode)
+	}
+	return nil
+}
+
+// coverURLs checks that a run spread over n URLs reaches every one of
+// them: a URL with no session or no caller would take no load, and the
+// run would measure less of the cluster than it says.
+func (o *Options) coverURLs(n int) error {
+	if n < 2 {
+		return nil
+	}
+	if !o.Stateless && o.Sessions < n {
+		return fmt.Errorf("%d session(s) cannot reach %d URLs: give at least one session per URL", o.Sessions, n)
+	}
+	if o.Mode != ModeSessions && o.Concurrency < n {
+		return fmt.Errorf("a concurrency of %d cannot reach %d URLs: give at least one caller per URL", o.Concurrency, n)
 	}
 	return nil
 }
@@ -221,7 +265,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 
 	var client *http.Client
-	if opts.Target.URL != "" {
+	urls := opts.Target.urls()
+	if len(urls) > 0 {
 		client = newHTTPClient(opts.Concurrency + opts.Sessions)
 		defer client.CloseIdleConnections()
 	}
@@ -230,25 +275,26 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Mode == ModeSessions {
 		return runSessions(ctx, opts, rep, client, watch)
 	}
+	var sessions []*httpSession
 	if client != nil && opts.Stateless {
-		s, meta, err := openStateless(ctx, opts, client)
+		var meta string
+		sessions, meta, err = openStatelessAll(ctx, opts, client)
 		if err != nil {
 			return nil, err
 		}
 		if meta != "" {
 			tmpl = tmpl.withMeta(meta)
 		}
-		rep.Sessions, rep.Stateless = 0, s.version
-		endpoints = append(endpoints, s)
+		rep.Sessions, rep.Stateless = 0, sessions[0].version
 	} else if client != nil {
-		sessions, err := openSessions(ctx, opts, client, opts.Sessions)
+		sessions, err = openSessions(ctx, opts, client, opts.Sessions)
 		defer closeSessions(client, sessions)
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range sessions {
-			endpoints = append(endpoints, s)
-		}
+	}
+	for _, s := range sessions {
+		endpoints = append(endpoints, s)
 	}
 
 	watch.start()
@@ -265,6 +311,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Intervals[n-1].RSS = rep.Server.RSSEnd // the ticker had no last tick
 	}
 	summarise(rep, samples, elapsed)
+	if !opts.Stateless {
+		countSessions(rep.PerURL, sessions)
+	}
 	if ctx.Err() != nil {
 		rep.Aborted = abortReason(ctx, opts)
 	}
@@ -367,8 +416,10 @@ func newWorkers(n int, opts Options, tmpl callTemplate, eps []endpoint, began ti
 	return ws
 }
 
-// collect merges the workers' samples and errors.
-func collect(ws []*worker, rep *Report) []sample {
+// collect merges the workers' samples and errors and, for a run spread
+// over several URLs, fills rep.PerURL with each URL's calls.
+func collect(ws []*worker, rep *Report, urls []string) []sample {
+	rep.PerURL = perURLCalls(urls, ws)
 	var all []sample
 	for _, w := range ws {
 		all = append(all, w.samples...)
@@ -426,5 +477,5 @@ func throughput(ctx context.Context, opts Options, tmpl callTemplate, eps []endp
 	wg.Wait()
 	close(stop)
 	pwg.Wait()
-	return collect(ws, rep)
+	return collect(ws, rep, opts.Target.urls())
 }

@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// openSessions opens n HTTP sessions, opts.Concurrency at a time. On
-// error it returns the sessions it did open (to be closed) and the first
-// error.
+// openSessions opens n HTTP sessions, opts.Concurrency at a time, the
+// i-th at the i-th URL round-robin. On error it returns the sessions it
+// did open (to be closed) and the first error.
 func openSessions(ctx context.Context, opts Options, client *http.Client, n int, onOpen ...func()) ([]*httpSession, error) {
+	urls := opts.Target.urls()
 	out := make([]*httpSession, n)
 	var next atomic.Int64
 	var firstErr error
@@ -25,11 +26,15 @@ func openSessions(ctx context.Context, opts Options, client *http.Client, n int,
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				s, err := openHTTPSession(ctx, client, opts.Target.URL, opts.Target.BearerToken, opts.ProtocolVersion, opts.handshakeTimeout())
+				url := urls[i%len(urls)]
+				s, err := openHTTPSession(ctx, client, url, opts.Target.BearerToken, opts.ProtocolVersion, opts.handshakeTimeout())
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr = fmt.Errorf("session %d: %w", i+1, err)
+						if len(urls) > 1 {
+							firstErr = fmt.Errorf("session %d (%s): %w", i+1, url, err)
+						}
 					}
 					mu.Unlock()
 					next.Store(int64(n)) // stop the others
@@ -105,6 +110,8 @@ func runSessions(ctx context.Context, opts Options, rep *Report, client *http.Cl
 	}
 	watch.stop(rep)
 	rep.SessionsOpened = len(sessions)
+	rep.PerURL = perURLSessions(opts.Target.urls())
+	countSessions(rep.PerURL, sessions)
 	rep.DurationMs = float64(elapsed.Microseconds()) / 1e3
 	if elapsed > 0 {
 		rep.SessionsPerSec = float64(len(sessions)) / elapsed.Seconds()

@@ -74,7 +74,7 @@ pace:
 	wg.Wait()
 	close(stop)
 	bg.Wait()
-	samples := collect(ws, rep)
+	samples := collect(ws, rep, opts.Target.urls())
 	rep.Intervals = intervals(samples, opts.Interval, rss)
 	return samples, behind
 }

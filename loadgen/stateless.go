@@ -48,8 +48,9 @@ func handshakeVersion(version string) bool { return version < StatelessVersion }
 //     without asking when opts.ProtocolVersion is a 2025 revision.
 //
 // The endpoint's version is the dialect's, for Report.Stateless.
-func openStateless(ctx context.Context, opts Options, client *http.Client) (s *httpSession, meta string, err error) {
-	base := httpSession{client: client, url: opts.Target.URL, token: opts.Target.BearerToken}
+// openStatelessAll calls it for each URL.
+func openStateless(ctx context.Context, opts Options, client *http.Client, url string) (s *httpSession, meta string, err error) {
+	base := httpSession{client: client, url: url, token: opts.Target.BearerToken}
 	older := func(version string) *httpSession {
 		s := base
 		s.version = version
@@ -93,6 +94,31 @@ func openStateless(ctx context.Context, opts Options, client *http.Client) (s *h
 	s = &base
 	s.version, s.method, s.name = opts.ProtocolVersion, "tools/call", headerValue(opts.Tool)
 	return s, meta, nil
+}
+
+// openStatelessAll prepares one stateless endpoint per URL of the target
+// (see openStateless), in the order of the URLs. The calls share one
+// template, so every URL must speak the same dialect; one that does not
+// is an error naming it.
+func openStatelessAll(ctx context.Context, opts Options, client *http.Client) ([]*httpSession, string, error) {
+	urls := opts.Target.urls()
+	var out []*httpSession
+	var meta string
+	for i, url := range urls {
+		s, m, err := openStateless(ctx, opts, client, url)
+		if err != nil {
+			if len(urls) > 1 {
+				err = fmt.Errorf("%s: %w", url, err)
+			}
+			return nil, "", err
+		}
+		if i > 0 && s.version != out[0].version {
+			return nil, "", fmt.Errorf("%s speaks stateless %s but %s speaks %s: spread stateless calls over servers of one kind",
+				url, s.version, urls[0], out[0].version)
+		}
+		out, meta = append(out, s), m
+	}
+	return out, meta, nil
 }
 
 // fallbackVersion is the Mcp-Protocol-Version of the 2025 stateless calls

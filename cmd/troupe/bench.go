@@ -18,7 +18,7 @@ import (
 
 // benchHelp is "troupe bench --help".
 func benchHelp() cmdHelp {
-	return cmdHelp{name: "bench", usage: `troupe bench [throughput|sessions|soak] [flags] (--stdio "CMD ARGS" | --http URL | -- CMD ARGS...)`,
+	return cmdHelp{name: "bench", usage: `troupe bench [throughput|sessions|soak] [flags] (--stdio "CMD ARGS" | --http URL [--http URL...] | -- CMD ARGS...)`,
 		summary: "load-test any MCP server (stdio or HTTP)",
 		desc: `Drives any MCP server with raw JSON-RPC and reports calls/s, latency
 percentiles, errors by kind, and, for a local server (a stdio child, or
@@ -46,11 +46,20 @@ initialize instead; the report's "concurrency" row (JSON: "stateless")
 names the version the calls spoke. --protocol-version 2025-06-18 asks
 for those 2025 calls without server/discover.
 
+--http may be given more than once, one URL each time, to load-test
+several nodes (a troupe cluster) as a whole: sessions, and --stateless
+callers, are spread over the URLs round-robin (by default one session
+and one caller per URL; fewer than one per URL is a usage error), and
+the report adds a row per URL with its sessions, calls, errors and
+latency percentiles beside the totals. Calls follow their callers, so a
+slower node serves fewer of them.
+
 --stdio splits its value on spaces (no quoting): use "-- CMD ARGS..." for
 arguments with spaces. Exits 0 when the run completed, 1 when it could not
 start, 2 on usage errors. Failed calls are reported, not fatal.`,
 		example: `troupe bench --calls 20000 --concurrency 8 -- troupe serve -c tools.benchmark_echo=true
 troupe bench --stateless --concurrency 64 --http http://127.0.0.1:8080/mcp
+troupe bench --sessions 32 --concurrency 64 --http http://10.0.0.1:8080/mcp --http http://10.0.0.2:8080/mcp
 troupe bench soak --rate 200 --duration 5m --http http://127.0.0.1:8080/mcp --bearer-token-env TROUPE_TOKEN`}
 }
 
@@ -84,9 +93,14 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 	case fs.NArg() > 0:
 		opts.Target.Command = fs.Args()
 	}
-	opts.Target.URL = *url
-	if *calls <= 0 || *sessions <= 0 || *concurrency < 0 || *rate < 0 || *duration < 0 || *timeout <= 0 || *callTimeout <= 0 {
-		return usageErr("--calls, --sessions, --timeout and --call-timeout must be positive; --concurrency, --rate and --duration not negative")
+	// One URL is Target.URL, as it always was; several spread the run.
+	if len(*url) == 1 {
+		opts.Target.URL = (*url)[0]
+	} else {
+		opts.Target.URLs = *url
+	}
+	if *calls <= 0 || *sessions < 0 || *concurrency < 0 || *rate < 0 || *duration < 0 || *timeout <= 0 || *callTimeout <= 0 {
+		return usageErr("--calls, --timeout and --call-timeout must be positive; --sessions, --concurrency, --rate and --duration not negative")
 	}
 	if !json.Valid([]byte(*argsJSON)) || !strings.HasPrefix(strings.TrimSpace(*argsJSON), "{") {
 		return usageErr("--args must be a JSON object")
@@ -151,11 +165,12 @@ func unauthorizedHint(err error, tokenEnv string) string {
 
 // benchFlagValues are bench's flags once parsed.
 type benchFlagValues struct {
-	stdio, url, tokenEnv, tool, argsJSON, version *string
-	calls, concurrency, sessions, pid             *int
-	rate                                          *float64
-	duration, interval, timeout, callTimeout      *time.Duration
-	asJSON, serverStderr, stateless               *bool
+	url                                      *urlsFlag
+	stdio, tokenEnv, tool, argsJSON, version *string
+	calls, concurrency, sessions, pid        *int
+	rate                                     *float64
+	duration, interval, timeout, callTimeout *time.Duration
+	asJSON, serverStderr, stateless          *bool
 }
 
 // benchFlags declares bench's flags: bench parses them, and "troupe
@@ -164,11 +179,12 @@ func benchFlags() (*flag.FlagSet, benchFlagValues) {
 	fs := newFlagSet(benchHelp())
 	var f benchFlagValues
 	f.stdio = fs.String("stdio", "", "start `\"CMD ARGS\"` as a stdio MCP server (split on spaces)")
-	f.url = fs.String("http", "", "the streamable-HTTP endpoint `URL`, e.g. http://127.0.0.1:8080/mcp")
+	f.url = new(urlsFlag)
+	fs.Var(f.url, "http", "the streamable-HTTP endpoint `URL`, e.g. http://127.0.0.1:8080/mcp; repeat it for several nodes")
 	f.tokenEnv = fs.String("bearer-token-env", "", "send the value of the environment variable `NAME` as the HTTP bearer token")
 	f.calls = fs.Int("calls", 20000, "throughput: `N` calls to make")
-	f.concurrency = fs.Int("concurrency", 0, "`C` calls in flight (default 1; 16 for soak and for opening sessions)")
-	f.sessions = fs.Int("sessions", 1, "`S` HTTP sessions the callers share, or to open in sessions mode")
+	f.concurrency = fs.Int("concurrency", 0, "`C` calls in flight (default 1, or 1 per --http URL; 16 for soak and for opening sessions)")
+	f.sessions = fs.Int("sessions", 0, "`S` HTTP sessions the callers share, or to open in sessions mode (default 1 per --http URL)")
 	f.tool = fs.String("tool", "echo", "the `TOOL` to call")
 	f.argsJSON = fs.String("args", `{"text":"hello"}`, "the tool's arguments, a `JSON` object")
 	f.rate = fs.Float64("rate", 0, "soak: `R` calls per second")
@@ -182,4 +198,15 @@ func benchFlags() (*flag.FlagSet, benchFlagValues) {
 	f.asJSON = fs.Bool("json", false, "print the report as JSON")
 	f.serverStderr = fs.Bool("server-stderr", false, "pass a stdio server's stderr through (default: discarded)")
 	return fs, f
+}
+
+// urlsFlag is --http: each use adds one URL, in the order given.
+type urlsFlag []string
+
+func (u *urlsFlag) String() string { return strings.Join(*u, " ") }
+
+// Set adds one URL; loadgen checks it (and that none is given twice).
+func (u *urlsFlag) Set(v string) error {
+	*u = append(*u, v)
+	return nil
 }
