@@ -21,6 +21,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"troupe/cluster/wire"
+	"troupe/config"
 )
 
 // Options configure a Node. Name, Listen and EtcdEndpoints are required.
@@ -230,7 +231,7 @@ func (n *Node) checkConfigs() error {
 			n.log.Warn("cluster: a member did not answer", "member", m.ID, "address", m.Address, "err", err)
 			continue
 		}
-		if diff := DiffFingerprints(n.opts.Fingerprint, fp.GetSections()); len(diff) > 0 {
+		if diff := config.DiffFingerprints(n.opts.Fingerprint, fp.GetSections()); len(diff) > 0 {
 			return &ConfigMismatchError{Member: m.ID, Sections: diff}
 		}
 	}
@@ -250,23 +251,6 @@ func (n *Node) hello(m Member) (*wire.Fingerprint, error) {
 	}
 	n.hops.observe(m.ID, time.Since(start))
 	return fp, nil
-}
-
-// DiffFingerprints returns the sections whose fingerprints differ (a
-// section only one side has counts), sorted.
-func DiffFingerprints(a, b map[string]string) []string {
-	var diff []string
-	for k, v := range a {
-		if b[k] != v {
-			diff = append(diff, k)
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			diff = append(diff, k)
-		}
-	}
-	return sorted(diff)
 }
 
 // watch is the watchdog's loop: a look every second, a Hello to every
@@ -312,7 +296,7 @@ func (n *Node) helloAll() {
 		if err != nil {
 			continue
 		}
-		if diff := DiffFingerprints(n.opts.Fingerprint, fp.GetSections()); len(diff) > 0 {
+		if diff := config.DiffFingerprints(n.opts.Fingerprint, fp.GetSections()); len(diff) > 0 {
 			n.log.Warn("cluster: a member's config differs from this node's", "member", m.ID, "sections", diff)
 		}
 	}

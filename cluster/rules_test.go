@@ -113,14 +113,3 @@ func TestWatchdogRule(t *testing.T) {
 		})
 	}
 }
-
-func TestDiffFingerprints(t *testing.T) {
-	a := map[string]string{"tools": "1", "auth": "2"}
-	if d := DiffFingerprints(a, map[string]string{"tools": "1", "auth": "2"}); len(d) != 0 {
-		t.Fatalf("equal: %v", d)
-	}
-	d := DiffFingerprints(a, map[string]string{"tools": "9", "approvals": "3"})
-	if strings.Join(d, ",") != "approvals,auth,tools" {
-		t.Fatalf("diff %v", d)
-	}
-}

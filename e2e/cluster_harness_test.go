@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -203,11 +204,20 @@ etcd_endpoints = ["%s"]
 tls_ca_file = "%s"
 tls_cert_file = "%s"
 tls_key_file = "%s"
-%s`, strings.Repeat("k", 32)+newToken(t)[:16], c.etcd.client, ca, cert, key, extra)
+%s`, stateKey(t), c.etcd.client, ca, cert, key, extra)
 	if err := os.WriteFile(c.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// stateKey is a fresh approvals.state_key (32 random bytes, hex).
+func stateKey(t *testing.T) string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
 }
 
 // clusterNode is one troupe process of a testCluster.
@@ -300,6 +310,17 @@ func (n *clusterNode) ready() bool {
 func (n *clusterNode) waitReady(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for !n.ready() {
+		_, exited := n.process()
+		n.mu.Lock()
+		supervised := n.supervise
+		n.mu.Unlock()
+		select {
+		case <-exited:
+			if !supervised {
+				return false
+			}
+		default:
+		}
 		if time.Now().After(deadline) {
 			return false
 		}

@@ -13,8 +13,12 @@ import (
 func TestClusterRoutesSessionsThroughEveryNode(t *testing.T) {
 	c := newTestCluster(t, `
 [mcp.count]
-description = "counts to three, one line at a time"
-command = ["sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.1; done"]
+description = "Counts to three, one line at a time."
+command = "sh"
+args = ["-c", "for i in 1 2 3; do echo line $i; sleep 0.1; done"]
+side_effects = []
+requires_approval = false
+streaming = true
 `)
 	nodes := []*clusterNode{c.startNode(), c.startNode(), c.startNode()}
 	id := 1
@@ -32,6 +36,15 @@ command = ["sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.1; done"]
 			text := fmt.Sprint(r.last()["result"])
 			if r.status != http.StatusOK || !strings.Contains(text, "line 3") {
 				t.Fatalf("tools/call of a session of %s through %s: %d %v", owner.http, front.http, r.status, r.messages)
+			}
+			progress := 0
+			for _, m := range r.messages {
+				if m["method"] == "notifications/progress" {
+					progress++
+				}
+			}
+			if progress == 0 {
+				t.Fatalf("tools/call of a session of %s through %s streamed no progress: %v", owner.http, front.http, r.messages)
 			}
 		}
 	}
