@@ -22,7 +22,7 @@ FROM scratch
 COPY dist/rootfs/ /
 COPY --chown=10001:10001 dist/rootfs-troupe/ /
 # troupe-sandbox beside troupe: troupe prefers it for every sandboxed run.
-COPY dist/troupe dist/troupe-sandbox /usr/local/bin/
+COPY dist/troupe dist/troupe-sandbox dist/troupe-cluster /usr/local/bin/
 USER 10001:10001
 ENV HOME=/home/troupe \
     TMPDIR=/tmp \

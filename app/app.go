@@ -31,6 +31,9 @@ type Options struct {
 	// Logger is troupe's log; nil discards it. RuntimeLogger is the actor
 	// runtime's (protoactor's), nil meaning Logger.
 	Logger, RuntimeLogger *slog.Logger
+	// JoinCluster joins a cluster when [cluster] configures one; nil in
+	// the default build (see JoinCluster).
+	JoinCluster JoinCluster
 	// Level and Secrets, when set, are the log handler's level and
 	// redactor: Reload sets the level from logging.level and keeps the
 	// redactor masking the configuration's secrets.

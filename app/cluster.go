@@ -4,38 +4,51 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
-	"troupe/cluster"
 	"troupe/config"
+	"troupe/mcphttp"
 )
+
+// ClusterNode is this process as a node of a cluster (package cluster's
+// Node): the HTTP front's view of it, and what Run does with it.
+type ClusterNode interface {
+	mcphttp.Cluster
+	// Serve makes the node serve the requests other nodes forward to it
+	// with h.
+	Serve(h http.Handler)
+	// Close leaves the cluster.
+	Close()
+}
+
+// JoinCluster joins the cluster cfg's [cluster] table configures; lost is
+// told, once, when the node must leave. Package cluster's Join is one,
+// adapted by the troupe-cluster build (cmd/troupe); the default build has
+// none, so that a single process never links the cluster's libraries (they
+// would cost every troupe start-up time and memory).
+type JoinCluster func(cfg *config.Config, log, runtimeLog *slog.Logger, lost func(error)) (ClusterNode, error)
 
 // joinCluster makes this process a node of the cluster [cluster]
 // configures, or returns nil when it configures none (one process, no
 // remote started). lost is told, once, when the node must leave (the
 // watchdog's verdict): Run then drains and returns an error, and the
 // process manager starts troupe again as a new node.
-func joinCluster(cfg *config.Config, log, runtimeLog *slog.Logger, lost func(error)) (*cluster.Node, error) {
-	c := cfg.Cluster
-	if c.Provider == "" {
+func (a *App) joinCluster(cfg *config.Config, lost func(error)) (ClusterNode, error) {
+	if cfg.Cluster.Provider == "" {
 		return nil, nil
 	}
 	if cfg.HTTP.Listen == "" {
 		return nil, &SetupError{Config: true, Problems: []error{
 			errors.New("cluster.provider is set but http.listen is not: a cluster node serves MCP over HTTP")}}
 	}
-	node, err := cluster.Start(cluster.Options{
-		Name:          c.Name,
-		Listen:        c.Listen,
-		Advertise:     c.Advertise,
-		EtcdEndpoints: c.EtcdEndpoints,
-		TLS:           cluster.TLSFiles{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile, CAFile: c.TLSCAFile, Insecure: c.TLSInsecure},
-		Fingerprint:   cfg.ClusterFingerprint(),
-		Logger:        log,
-		RuntimeLogger: runtimeLog,
-		Lost:          lost,
-	})
-	var mismatch *cluster.ConfigMismatchError
-	if errors.As(err, &mismatch) {
+	if a.opts.JoinCluster == nil {
+		return nil, &SetupError{Config: true, Problems: []error{
+			errors.New("cluster.provider is set but this troupe was built without cluster support: run troupe-cluster " +
+				"(go build -tags troupe_cluster -o troupe-cluster ./cmd/troupe)")}}
+	}
+	node, err := a.opts.JoinCluster(cfg, a.log, a.runtimeLog(), lost)
+	var problem interface{ ConfigProblem() bool }
+	if errors.As(err, &problem) && problem.ConfigProblem() {
 		return nil, &SetupError{Config: true, Problems: []error{err}}
 	}
 	if err != nil {

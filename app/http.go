@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"troupe/actors"
-	"troupe/cluster"
 	"troupe/config"
 	"troupe/mcphttp"
 )
@@ -46,7 +45,7 @@ func checkHTTPAddress(cfg *config.Config) (bool, error) {
 // when obs is not nil and metrics.listen does not serve them.
 // A cluster node's front (node not nil) forwards requests for sessions
 // other nodes own, and serves those they forward to it.
-func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.Logger, node *cluster.Node) (*httpFront, error) {
+func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.Logger, node ClusterNode) (*httpFront, error) {
 	h := cfg.HTTP
 	// Decide before binding: a refused address is never listened on.
 	loopback, err := checkHTTPAddress(cfg)

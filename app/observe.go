@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"troupe/actors"
-	"troupe/cluster"
 	"troupe/config"
 	"troupe/mcphttp/origin"
 	"troupe/observe"
@@ -49,7 +48,7 @@ type observing struct {
 	gateway atomic.Pointer[tools.Registry]
 	// node is this process as a cluster node (nil: one process), for the
 	// page's members and the metrics' node label.
-	node atomic.Pointer[cluster.Node]
+	node atomic.Pointer[ClusterNode]
 
 	shutdown sync.Once
 	log      *slog.Logger
@@ -89,9 +88,9 @@ func newObserving(cfg *config.Config, version string, log *slog.Logger) (*observ
 }
 
 // setCluster tells the views that this process is a cluster node.
-func (o *observing) setCluster(n *cluster.Node) {
+func (o *observing) setCluster(n ClusterNode) {
 	if o != nil {
-		o.node.Store(n)
+		o.node.Store(&n)
 	}
 }
 

@@ -204,7 +204,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	// A cluster node joins before it serves HTTP: its front must know the
 	// cluster from its first request (cluster.go).
 	lost := make(chan error, 1)
-	node, err := joinCluster(cfg, log, a.runtimeLog(), func(err error) {
+	node, err := a.joinCluster(cfg, func(err error) {
 		select {
 		case lost <- err:
 		default:

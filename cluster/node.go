@@ -80,6 +80,10 @@ type ConfigMismatchError struct {
 	Sections []string
 }
 
+// ConfigProblem reports that the fault is the configuration's (troupe
+// exits 2 for it, as for any configuration it refuses).
+func (e *ConfigMismatchError) ConfigProblem() bool { return true }
+
 func (e *ConfigMismatchError) Error() string {
 	return fmt.Sprintf("this node's config differs from member %s's in [%s]: every node of a cluster must run "+
 		"the same tools, downstream servers, approvals and authentication; not joining",

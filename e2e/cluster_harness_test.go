@@ -38,19 +38,18 @@ import (
 
 var (
 	clusterBuildOnce sync.Once
-	clusterBin       string
 	clusterBuildErr  error
 )
 
-// clusterBinary is troupe built without -race (see the file comment).
+// clusterBinary is troupe as an operator starts a node: the default build,
+// which runs troupe-cluster (built with -tags troupe_cluster, and WITHOUT
+// -race: see the file comment) from beside itself when the config sets
+// cluster.provider.
 func clusterBinary(t *testing.T) string {
 	t.Helper()
-	if !raceEnabled() {
-		return troupeBinary(t)
-	}
+	bin := troupeBinary(t)
 	clusterBuildOnce.Do(func() {
-		clusterBin = filepath.Join(binDir, "troupe-norace")
-		cmd := exec.Command("go", "build", "-o", clusterBin, "./cmd/troupe")
+		cmd := exec.Command("go", "build", "-tags", "troupe_cluster", "-o", filepath.Join(filepath.Dir(bin), "troupe-cluster"), "./cmd/troupe")
 		cmd.Dir = moduleRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
 			clusterBuildErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -59,7 +58,7 @@ func clusterBinary(t *testing.T) string {
 	if clusterBuildErr != nil {
 		t.Fatal(clusterBuildErr)
 	}
-	return clusterBin
+	return bin
 }
 
 // etcdServer is Debian's etcd (3.4) serving one member on loopback.

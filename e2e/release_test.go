@@ -64,7 +64,7 @@ func TestReleaseBuild(t *testing.T) {
 	if m[1] != strings.TrimSpace(string(head)) {
 		t.Errorf("revision %s, HEAD is %s", m[1], head)
 	}
-	for _, name := range []string{"troupe", "troupe-sandbox"} {
+	for _, name := range []string{"troupe", "troupe-sandbox", "troupe-cluster"} {
 		f, err := elf.Open(filepath.Join(dist, name))
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +77,8 @@ func TestReleaseBuild(t *testing.T) {
 		f.Close()
 	}
 	sums, err := os.ReadFile(filepath.Join(dist, "SHA256SUMS"))
-	if err != nil || !strings.Contains(string(sums), " troupe\n") || !strings.Contains(string(sums), " troupe-sandbox\n") {
+	if err != nil || !strings.Contains(string(sums), " troupe\n") || !strings.Contains(string(sums), " troupe-sandbox\n") ||
+		!strings.Contains(string(sums), " troupe-cluster\n") {
 		t.Errorf("SHA256SUMS: %q, %v", sums, err)
 	}
 	// A version that is not one is refused before anything is built.

@@ -442,4 +442,12 @@ func TestClusterConfigOnTheCommandLine(t *testing.T) {
 			t.Errorf("%s without approvals.state_key: exit %d, stdout %q, stderr %q; want 2 naming approvals.state_key", cmd, code, out, errText)
 		}
 	}
+	// The default build never links the cluster: it runs troupe-cluster
+	// from beside itself, and says how to build it when it is missing.
+	code, out, errText = runTroupe(t, bin, dir, []string{"TROUPE_TEST_STATE_KEY=" + key},
+		append([]string{"serve", "--http", "127.0.0.1:0", "-c", "approvals.state_key=${TROUPE_TEST_STATE_KEY}"}, cluster...)...)
+	if code != 2 || out != "" || !strings.Contains(errText, "troupe-cluster is not installed beside troupe") ||
+		!strings.Contains(errText, "go build -tags troupe_cluster") {
+		t.Errorf("serve of a clustered node without troupe-cluster: exit %d, stdout %q, stderr %q", code, out, errText)
+	}
 }

@@ -78,6 +78,11 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 	}
 	flagsOver(cfg)
 	serveStdio := cfg.HTTP.Listen == "" || *withStdio
+	join := clusterJoin()
+	if cfg.Cluster.Provider != "" && join == nil {
+		fmt.Fprintln(stderr, "troupe:", execClusterBuild())
+		return exitUsage
+	}
 
 	opts, err := logOptions(stderr, cfg)
 	if err != nil {
@@ -104,7 +109,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		}
 	}
 
-	opts.Workspace, opts.Version = *workspace, buildVersion()
+	opts.Workspace, opts.Version, opts.JoinCluster = *workspace, buildVersion(), join
 	server, err := app.New(cfg, opts)
 	if err != nil {
 		return refused(err, func(p error) { log.Error("refusing to start", "err", p) })
@@ -128,8 +133,7 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		}
 	}
 	if err := server.Run(sigs, run); err != nil {
-		log.Error("cannot serve", "err", err)
-		return exitRuntime
+		return refused(err, func(p error) { log.Error("cannot serve", "err", p) })
 	}
 	return exitOK
 }
