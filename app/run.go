@@ -217,6 +217,10 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	if node != nil {
 		a.obs.setCluster(node)
+		// Approval states name the node that seals them from now on, and
+		// only this node's open here: once holds across the cluster, and
+		// the front sends a retry to its state's node (mcphttp/cluster.go).
+		a.approvals.SetNode(node.Self())
 		defer node.Close() // after the front has drained: the node's sessions have ended
 	}
 	var web *httpFront

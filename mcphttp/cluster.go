@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"troupe/protocol"
 )
 
 // Cluster is what the handler needs of the cluster this node belongs to
@@ -68,6 +70,32 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if err := c.Forward(w, r, body, member); err != nil {
 		h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
+	}
+	return true
+}
+
+// routeState forwards a 2026-07-28 retry whose requestState another node
+// issued to that node, and reports whether it did (or answered it). Only
+// the issuer can redeem the state: it alone remembers whether it was used
+// (a node refuses another's states), so the retry runs once whichever
+// front it reached. The host reads the node from the state the edge
+// decoded, after authenticating it; the body forwarded is the message as
+// the client sent it, and the issuer checks everything again. A state
+// whose node has left the cluster is refused: its round must start again.
+func (h *Handler) routeState(w http.ResponseWriter, r *http.Request, m message) bool {
+	c := h.opts.Cluster
+	if c == nil || forwarded(r) {
+		return false
+	}
+	member, local := h.host.StateIssuer(m.req)
+	if local {
+		return false
+	}
+	if err := c.Forward(w, r, m.raw, member); err != nil {
+		h.log.Info("2026-07-28 retry refused: the node that issued its requestState has left the cluster", "member", member)
+		h.statelessError(w, http.StatusOK, m.req.ID, protocol.CodeInvalidParams,
+			"invalid params: requestState: the troupe node that issued it has left the cluster, and no other node "+
+				"can redeem it; the tool was not run. Call it again without requestState to be asked anew.", nil)
 	}
 	return true
 }

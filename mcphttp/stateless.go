@@ -79,6 +79,9 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m messag
 		return
 	}
 	m.req.Name, m.req.Named = name, named
+	if h.routeState(w, r, m) {
+		return // another node issued the request's state (cluster.go)
+	}
 	if m.req.Method == protocol.MethodSubscriptionsListen && !acceptSSE {
 		h.refuse(w, http.StatusNotAcceptable, "subscriptions/listen answers with an event stream: Accept must include text/event-stream")
 		return

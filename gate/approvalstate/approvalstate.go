@@ -12,6 +12,8 @@
 //   - modified or forged (ErrTampered);
 //   - presented by another caller than the one it was issued to
 //     (ErrOtherCaller);
+//   - presented to another node of a cluster than the one that issued it
+//     (ErrOtherNode; see "Across a cluster");
 //   - presented after its expiry, approvals.timeout after it was sealed
 //     (ErrExpired);
 //   - presented with another tool or another call: other arguments,
@@ -72,10 +74,23 @@
 // state can run its call at most N times within approvals.timeout, and
 // only for the caller it was issued to, with the same arguments. A
 // deployment that needs "once" across processes routes a caller to one
-// process (sticky routing) or runs one process. Without a configured key
-// each process generates its own, and a state opens only in the process
-// that sealed it (another process refuses it with ErrUnknownKey): then
-// once is exact, but a retry must reach the same process.
+// process (sticky routing), runs one process, or runs a cluster (below).
+// Without a configured key each process generates its own, and a state
+// opens only in the process that sealed it (another process refuses it
+// with ErrUnknownKey): then once is exact, but a retry must reach the same
+// process.
+//
+// # Across a cluster
+//
+// The nodes of a cluster share the key, and each names itself in the
+// states it seals (Options.Node, SetNode: its member id), inside the
+// sealed payload where no client can change it. A node opens only the
+// states that name it (ErrOtherNode otherwise, also for a state that
+// names no node), so its own memory is the whole memory a state needs and
+// "once" holds across the cluster. Any node may read, with IssuedBy, which
+// node a state names, having authenticated it: the HTTP front forwards a
+// retry to that node. A process outside a cluster names no node, and its
+// states open as they always did.
 //
 // # "For this session" without a session
 //
@@ -114,6 +129,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -140,6 +156,10 @@ var (
 	// directory, environment or sandbox profile.
 	ErrOtherCall = errors.New("the approval state was issued for another call of this tool " +
 		"(other arguments, working directory, environment or sandbox profile)")
+	// ErrOtherNode: sealed by another node of the cluster (or, on a
+	// cluster node, by a process outside the cluster): only the node that
+	// issued a state can tell whether it was used.
+	ErrOtherNode = errors.New("the approval state was issued by another troupe node, which alone can redeem it")
 	// ErrReplayed: the state was already used.
 	ErrReplayed = errors.New("the approval state was already used")
 	// ErrBusy: a bound of outstanding states is full (see BusyError; a
@@ -201,6 +221,10 @@ type Options struct {
 	MaxOutstanding int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Node is the cluster member id of this process, named in every state
+	// it seals and required of every state it opens; "" outside a cluster
+	// (SetNode sets it once the process has joined).
+	Node string
 }
 
 // Sealer seals and opens approval states under one current key and any
@@ -210,6 +234,7 @@ type Sealer struct {
 	aeads   map[[keyIDSize]byte]cipher.AEAD
 	ttl     time.Duration
 	now     func() time.Time
+	node    atomic.Pointer[string] // this cluster member's id; "" outside a cluster
 
 	mu     sync.Mutex
 	ledger *ledger
@@ -240,6 +265,7 @@ func New(o Options) (*Sealer, error) {
 		now = time.Now
 	}
 	s := &Sealer{aeads: map[[keyIDSize]byte]cipher.AEAD{}, ttl: o.TTL, now: now, ledger: newLedger(total, perCaller)}
+	s.node.Store(&o.Node)
 	for i, k := range append([]Key{o.Key}, o.Previous...) {
 		id, aead, err := k.derive()
 		if err != nil {
@@ -255,6 +281,16 @@ func New(o Options) (*Sealer, error) {
 	}
 	return s, nil
 }
+
+// SetNode names the cluster member this process is, once it has joined:
+// states sealed from now on name it, and only states that name it open.
+// A process joins before it serves HTTP, so its HTTP callers never hold a
+// state sealed before.
+func (s *Sealer) SetNode(node string) { s.node.Store(&node) }
+
+// Node is the cluster member this Sealer's states name ("" outside a
+// cluster).
+func (s *Sealer) Node() string { return *s.node.Load() }
 
 // TTL is how long the states this Sealer seals stay valid.
 func (s *Sealer) TTL() time.Duration { return s.ttl }
@@ -313,6 +349,7 @@ type sealed struct {
 	Expires int64  `json:"e"` // Unix milliseconds
 	Nonce   []byte `json:"n"`
 	Payload []byte `json:"p,omitempty"`
+	Node    string `json:"nd,omitempty"` // the cluster member that sealed it
 }
 
 // Seal makes the opaque requestState for r, valid for the Sealer's TTL,
@@ -335,7 +372,7 @@ func (s *Sealer) Seal(r Request) (string, error) {
 	var nonce [nonceSize]byte
 	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
 	p := sealed{Tool: r.Tool, Hash: r.Hash, Caller: digest[:], Offer: r.Offer,
-		Expires: now.Add(s.ttl).UnixMilli(), Nonce: nonce[:], Payload: r.Payload}
+		Expires: now.Add(s.ttl).UnixMilli(), Nonce: nonce[:], Payload: r.Payload, Node: s.Node()}
 	plain, err := json.Marshal(p)
 	if err != nil {
 		return "", fmt.Errorf("approval states: %w", err)
@@ -393,9 +430,52 @@ func (s *Sealer) Check(state string, b Binding) (*Approval, error) {
 	return a, nil
 }
 
+// IssuedBy authenticates state (decoding, key, authenticity) and returns
+// the cluster member that sealed it ("" for a process outside a cluster).
+// It checks nothing else and uses nothing up: the HTTP front calls it to
+// send a retry to the node that can redeem it, which then checks all.
+func (s *Sealer) IssuedBy(state string) (string, error) {
+	p, err := s.authenticate(state)
+	if err != nil {
+		return "", err
+	}
+	return p.Node, nil
+}
+
 // verify is every check of Open but the single use: decoding, key,
-// authenticity, caller, expiry, tool and call.
+// authenticity, caller, node, expiry, tool and call.
 func (s *Sealer) verify(state string, b Binding) (*Approval, error) {
+	p, err := s.authenticate(state)
+	if err != nil {
+		return nil, err
+	}
+	digest := b.Caller.digest()
+	if !b.Caller.valid() || !bytes.Equal(p.Caller, digest[:]) {
+		return nil, ErrOtherCaller
+	}
+	if p.Node != s.Node() {
+		return nil, ErrOtherNode
+	}
+	now := s.now()
+	expires := time.UnixMilli(p.Expires)
+	if !now.Before(expires) {
+		return nil, fmt.Errorf("%w: it was valid until %s (approvals.timeout is %s)", ErrExpired,
+			expires.UTC().Format(time.RFC3339), s.ttl)
+	}
+	if p.Tool != b.Tool {
+		return nil, fmt.Errorf("%w: issued for %q, presented with %q", ErrOtherTool, p.Tool, b.Tool)
+	}
+	if p.Hash != b.Hash {
+		return nil, ErrOtherCall
+	}
+	a := &Approval{Tool: p.Tool, Hash: p.Hash, Offer: p.Offer, Payload: p.Payload, Expires: expires}
+	copy(a.nonce[:], p.Nonce)
+	return a, nil
+}
+
+// authenticate decodes state, picks its key, opens it and reads its
+// contents: a state troupe sealed under a key this process holds.
+func (s *Sealer) authenticate(state string) (*sealed, error) {
 	if len(state) > maxStateLen {
 		return nil, fmt.Errorf("%w: %d characters, more than any state troupe issues", ErrMalformed, len(state))
 	}
@@ -428,25 +508,7 @@ func (s *Sealer) verify(state string, b Binding) (*Approval, error) {
 		// Authentic but not ours to read: a key shared with something else.
 		return nil, fmt.Errorf("%w: unreadable contents", ErrMalformed)
 	}
-	digest := b.Caller.digest()
-	if !b.Caller.valid() || !bytes.Equal(p.Caller, digest[:]) {
-		return nil, ErrOtherCaller
-	}
-	now := s.now()
-	expires := time.UnixMilli(p.Expires)
-	if !now.Before(expires) {
-		return nil, fmt.Errorf("%w: it was valid until %s (approvals.timeout is %s)", ErrExpired,
-			expires.UTC().Format(time.RFC3339), s.ttl)
-	}
-	if p.Tool != b.Tool {
-		return nil, fmt.Errorf("%w: issued for %q, presented with %q", ErrOtherTool, p.Tool, b.Tool)
-	}
-	if p.Hash != b.Hash {
-		return nil, ErrOtherCall
-	}
-	a := &Approval{Tool: p.Tool, Hash: p.Hash, Offer: p.Offer, Payload: p.Payload, Expires: expires}
-	copy(a.nonce[:], p.Nonce)
-	return a, nil
+	return &p, nil
 }
 
 // Outstanding is how many states this process remembers for every caller
