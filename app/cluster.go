@@ -19,6 +19,9 @@ type ClusterNode interface {
 	Serve(h http.Handler)
 	// Close leaves the cluster.
 	Close()
+	// Self is this node's member id, which its session ids and approval
+	// states carry.
+	Self() string
 }
 
 // JoinCluster joins the cluster cfg's [cluster] table configures; lost is
