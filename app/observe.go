@@ -88,11 +88,34 @@ func newObserving(cfg *config.Config, version string, log *slog.Logger) (*observ
 	return o, nil
 }
 
-// setCluster tells the views that this process is a cluster node.
+// setCluster tells the views that this process is a cluster node: the
+// page shows the members and each session's owner, and the metrics carry
+// the node's member id.
 func (o *observing) setCluster(n *cluster.Node) {
-	if o != nil {
-		o.node.Store(n)
+	if o == nil || n == nil {
+		return
 	}
+	o.node.Store(n)
+	self := n.Self()
+	o.hub.SetCluster(observe.Cluster{
+		Node:   self,
+		Status: func() observe.ClusterInfo { return clusterInfo(n.Status()) },
+		Owner: func(id string) string {
+			if m, ok := cluster.OwnerOf(id); ok {
+				return m
+			}
+			return self // the sessions a node lists are its own
+		},
+	})
+}
+
+// clusterInfo is a node's Status as the page shows it.
+func clusterInfo(s cluster.Status) observe.ClusterInfo {
+	info := observe.ClusterInfo{Node: s.Self, Ready: s.Ready, Members: make([]observe.MemberInfo, 0, len(s.Members))}
+	for _, m := range s.Members {
+		info.Members = append(info.Members, observe.MemberInfo{ID: m.ID, Address: m.Address, Self: m.Self, RTTSeconds: m.RTT.Seconds()})
+	}
+	return info
 }
 
 // spoolBytes is the size of every session's spool files together (0
