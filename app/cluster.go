@@ -8,6 +8,7 @@ import (
 
 	"troupe/config"
 	"troupe/mcphttp"
+	"troupe/observe"
 )
 
 // ClusterNode is this process as a node of a cluster (package cluster's
@@ -22,6 +23,8 @@ type ClusterNode interface {
 	// Self is this node's member id, which its session ids and approval
 	// states carry.
 	Self() string
+	// Info is the node's view of the cluster, for /status and /metrics.
+	Info() observe.ClusterInfo
 }
 
 // JoinCluster joins the cluster cfg's [cluster] table configures; lost is

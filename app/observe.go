@@ -87,11 +87,20 @@ func newObserving(cfg *config.Config, version string, log *slog.Logger) (*observ
 	return o, nil
 }
 
-// setCluster tells the views that this process is a cluster node.
+// setCluster tells the views that this process is a cluster node: the
+// page shows the members and each session's owner (the sessions a node
+// lists are its own), and the metrics carry the node's member id.
 func (o *observing) setCluster(n ClusterNode) {
-	if o != nil {
-		o.node.Store(&n)
+	if o == nil || n == nil {
+		return
 	}
+	o.node.Store(&n)
+	self := n.Self()
+	o.hub.SetCluster(observe.Cluster{
+		Node:   self,
+		Status: n.Info,
+		Owner:  func(string) string { return self },
+	})
 }
 
 // spoolBytes is the size of every session's spool files together (0

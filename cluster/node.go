@@ -22,6 +22,7 @@ import (
 
 	"troupe/cluster/wire"
 	"troupe/config"
+	"troupe/observe"
 )
 
 // Options configure a Node. Name, Listen and EtcdEndpoints are required.
@@ -372,4 +373,14 @@ func splitHostPort(addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("%q: the port must be a number from 1 to 65535", addr)
 	}
 	return host, port, nil
+}
+
+// Info is Status as the operators' views show it (package observe).
+func (n *Node) Info() observe.ClusterInfo {
+	s := n.Status()
+	info := observe.ClusterInfo{Node: s.Self, Ready: s.Ready, Members: make([]observe.MemberInfo, 0, len(s.Members))}
+	for _, m := range s.Members {
+		info.Members = append(info.Members, observe.MemberInfo{ID: m.ID, Address: m.Address, Self: m.Self, RTTSeconds: m.RTT.Seconds()})
+	}
+	return info
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -371,10 +372,49 @@ func (c *Config) CodexStateDir() (string, error) {
 
 // AuditFile is the audit log this configuration writes: audit.path, or
 // audit.DefaultPath when that is "" (whether auditing is on is for the
-// caller to ask).
+// caller to ask). A cluster node writes a file of its own, named by the
+// address other nodes dial it at (NodeAuditFile): nodes that share a
+// config and a disk never append to one chain, and a node started again
+// finds its own file again (its member id is new at every start, its
+// address is not).
 func (c *Config) AuditFile() (string, error) {
-	if c.Audit.Path != "" {
-		return c.Audit.Path, nil
+	path := c.Audit.Path
+	if path == "" {
+		var err error
+		if path, err = audit.DefaultPath(); err != nil {
+			return "", err
+		}
 	}
-	return audit.DefaultPath()
+	if c.Clustered() {
+		addr := c.Cluster.Advertise
+		if addr == "" {
+			addr = c.Cluster.Listen
+		}
+		return NodeAuditFile(path, addr), nil
+	}
+	return path, nil
+}
+
+// NodeAuditFile is the audit log of the cluster node at addr (its
+// cluster.advertise, else cluster.listen) when the configured log is path:
+// the address goes before path's extension, its colons (and anything else
+// that is not a letter, a digit, '.' or '-') as '_':
+// audit.jsonl → audit.127.0.0.1_7001.jsonl.
+func NodeAuditFile(path, addr string) string {
+	name := addr
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		name = host + "_" + port
+	}
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, name)
+	dir, base := filepath.Split(path)
+	ext := filepath.Ext(base)
+	if ext == base { // ".jsonl": a name that is all extension
+		ext = ""
+	}
+	return dir + strings.TrimSuffix(base, ext) + "." + name + ext
 }

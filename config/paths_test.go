@@ -379,3 +379,40 @@ func TestOwnPathsHideRotatedAuditFiles(t *testing.T) {
 		t.Fatalf("OwnPaths without rotation = %q", got)
 	}
 }
+
+// TestClusterNodeAuditFileIsNamedByNode: a cluster node's audit log is a
+// file of its own, named by the address other nodes dial it at (advertise,
+// else listen), so two nodes sharing audit.path write two files, and one
+// process writes audit.path itself. Runs are kept away from the node's
+// file, not from the one it does not write.
+func TestClusterNodeAuditFileIsNamedByNode(t *testing.T) {
+	for _, c := range []struct{ path, addr, want string }{
+		{"/var/log/troupe/audit.jsonl", "127.0.0.1:7001", "/var/log/troupe/audit.127.0.0.1_7001.jsonl"},
+		{"/var/log/troupe/audit", "node-a.internal:7001", "/var/log/troupe/audit.node-a.internal_7001"},
+		{"/logs/a.b.jsonl", "[::1]:7001", "/logs/a.b.__1_7001.jsonl"},
+		{"/logs/.jsonl", "10.0.0.2:9", "/logs/.jsonl.10.0.0.2_9"},
+		{"audit.jsonl", "h/../x:1", "audit.h_.._x_1.jsonl"},
+	} {
+		if got := NodeAuditFile(c.path, c.addr); got != c.want {
+			t.Errorf("NodeAuditFile(%q, %q) = %q, want %q", c.path, c.addr, got, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg := &Config{Audit: Audit{Enabled: true, Path: path}}
+	if got, _ := cfg.AuditFile(); got != path {
+		t.Fatalf("one process: AuditFile = %q, want audit.path %q", got, path)
+	}
+	cfg.Cluster = Cluster{Provider: "etcd", Listen: "127.0.0.1:7001"}
+	want := filepath.Join(filepath.Dir(path), "audit.127.0.0.1_7001.jsonl")
+	if got, _ := cfg.AuditFile(); got != want {
+		t.Fatalf("a node listening on 127.0.0.1:7001: AuditFile = %q, want %q", got, want)
+	}
+	if got := cfg.OwnPaths(); !slices.Contains(got, want) || slices.Contains(got, path) {
+		t.Fatalf("a node's OwnPaths = %q: want its own log %q hidden", got, want)
+	}
+	cfg.Cluster.Listen, cfg.Cluster.Advertise = "0.0.0.0:7001", "10.1.2.3:7001"
+	want = filepath.Join(filepath.Dir(path), "audit.10.1.2.3_7001.jsonl")
+	if got, _ := cfg.AuditFile(); got != want {
+		t.Fatalf("a node advertising 10.1.2.3:7001: AuditFile = %q, want %q", got, want)
+	}
+}

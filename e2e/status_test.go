@@ -307,6 +307,13 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if strings.Contains(dom, token) {
 		t.Error("the token is in the page")
 	}
+	// One process: no cluster section, no owner column (cluster_obs_test.go
+	// has a node's).
+	for _, absent := range []string{`id="cluster"`, `data-col="owner"`} {
+		if strings.Contains(dom, absent) {
+			t.Errorf("one process's page has %s", absent)
+		}
+	}
 	if t.Failed() {
 		t.Logf("the DOM Chromium rendered:\n%s", dom)
 	}
@@ -354,6 +361,16 @@ func TestMetricsMoveWithCallsAndRefusals(t *testing.T) {
 		refusedMoved := counter(after, "troupe_http_refused_total", map[string]string{"status": "401"}) >
 			counter(before, "troupe_http_refused_total", map[string]string{"status": "401"})
 		if callsMoved && refusedMoved {
+			// One process: no series carries a node label.
+			for name, f := range after {
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "node" {
+							t.Errorf("one process's %s has a node label", name)
+						}
+					}
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -42,9 +42,15 @@ type Options struct {
 // methods are safe for concurrent use and never block on I/O. A nil *Hub
 // observes nothing: its methods return at once (Registry returns nil).
 type Hub struct {
-	opts    Options
-	tracer  *tracing.Tracer // nil: tracing off
-	reg     *prometheus.Registry
+	opts   Options
+	tracer *tracing.Tracer // nil: tracing off
+	// reg is what /metrics serves: the metrics as they are, or, once
+	// SetCluster has told the Hub its node, the same collectors with the
+	// node label and the cluster's gauges.
+	reg atomic.Pointer[prometheus.Registry]
+	// cluster is this process as a cluster node (SetCluster); nil: one
+	// process.
+	cluster atomic.Pointer[clusterView]
 	m       *metrics
 	started time.Time
 	// tools maps a tool name to its metric children; SetTools replaces
@@ -124,25 +130,26 @@ func New(opts Options) *Hub {
 	h := &Hub{
 		opts:        opts,
 		tracer:      opts.Tracer,
-		reg:         prometheus.NewRegistry(),
 		started:     time.Now(),
 		sessions:    map[string]*sessionView{},
 		calls:       map[string]*callView{},
 		downstreams: map[string]*downstreamView{},
 		now:         time.Now,
 	}
-	h.m = newMetrics(h.reg, h)
+	h.m = newMetrics(h)
+	h.reg.Store(h.m.register(nil))
 	h.unknown = h.newToolMetrics(labelUnknown, "")
 	h.tools.Store(&toolTable{})
 	return h
 }
 
-// Registry is what /metrics serves (promhttp.HandlerFor(h.Registry(), …)).
+// Registry is what /metrics serves now; read it at each scrape (SetCluster
+// replaces it).
 func (h *Hub) Registry() *prometheus.Registry {
 	if h == nil {
 		return nil
 	}
-	return h.reg
+	return h.reg.Load()
 }
 
 // SetTools tells the Hub the registry's tools, name -> source
@@ -311,6 +318,12 @@ func (h *Hub) Snapshot() Snapshot {
 		for _, d := range f() {
 			d.Err = clip(d.Err, maxShownErrBytes) // the server may have chosen it
 			s.Downstreams = append(s.Downstreams, d)
+		}
+	}
+	if c := h.cluster.Load(); c != nil {
+		s.Cluster = c.info()
+		for i := range s.Sessions {
+			s.Sessions[i].Owner = c.owner(s.Sessions[i].ID)
 		}
 	}
 	sort.Slice(s.Sessions, func(i, j int) bool { return s.Sessions[i].Started.Before(s.Sessions[j].Started) })

@@ -47,11 +47,16 @@ type metrics struct {
 	// callBounds are callDuration's bucket bounds, for the page's
 	// quantiles.
 	callBounds []float64
+	// own are every troupe_* collector, registered on each registry the
+	// Hub serves (a cluster node's with the node label: SetCluster);
+	// runtime are the Go and process collectors, never labelled.
+	own, runtime []prometheus.Collector
 }
 
-// newMetrics makes the collectors and registers them, with the gauges
-// that read the Hub's live view and the Go and process collectors, on reg.
-func newMetrics(reg *prometheus.Registry, h *Hub) *metrics {
+// newMetrics makes the collectors, with the gauges that read the Hub's
+// live view, and the Go and process collectors; register puts them on a
+// registry.
+func newMetrics(h *Hub) *metrics {
 	// Buckets, in seconds or records. A call may wait minutes for a person or
 	// run a long build; a sandbox start and an fsync take milliseconds.
 	callBuckets := []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
@@ -138,10 +143,9 @@ func newMetrics(reg *prometheus.Registry, h *Hub) *metrics {
 			Help: "HTTP requests the MCP endpoint refused itself, by status code (401, 403, 404, 429, 503, ...).",
 		}, []string{"status"}),
 	}
-	reg.MustRegister(m.calls, m.callDuration, m.approvals, m.approvalWait, m.sessions, m.requests,
+	m.own = []prometheus.Collector{m.calls, m.callDuration, m.approvals, m.approvalWait, m.sessions, m.requests,
 		m.requestDuration, m.sandboxStarts, m.sandboxRefusals, m.sandboxFailures, m.sandboxStartTime,
-		m.downstreamState, m.reconnects, m.downstreamCall, m.auditBatch, m.auditFlush, m.httpRefused)
-	reg.MustRegister(
+		m.downstreamState, m.reconnects, m.downstreamCall, m.auditBatch, m.auditFlush, m.httpRefused,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "troupe_calls_in_flight",
 			Help: "Tool calls taken by an invoker and not finished yet.",
@@ -155,14 +159,33 @@ func newMetrics(reg *prometheus.Registry, h *Hub) *metrics {
 			Help:        "Always 1; its version label is troupe's version.",
 			ConstLabels: prometheus.Labels{"version": h.opts.Version},
 		}, func() float64 { return 1 }),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
+	}
 	if f := h.opts.SpoolBytes; f != nil {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		m.own = append(m.own, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "troupe_spool_bytes",
 			Help: "Bytes of call output the spool holds on disk now.",
 		}, func() float64 { return float64(f()) }))
 	}
+	m.runtime = []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
 	return m
+}
+
+// register puts the collectors on a new registry: troupe's own through
+// wrap (nil: as they are; a cluster node's adds its node label), with
+// extra beside them (the cluster's gauges), and the runtime's unlabelled.
+// A collector may be registered on several registries: a node's registry
+// shows the very counters the one it replaced did.
+func (m *metrics) register(wrap func(prometheus.Registerer) prometheus.Registerer, extra ...prometheus.Collector) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	var own prometheus.Registerer = reg
+	if wrap != nil {
+		own = wrap(reg)
+	}
+	own.MustRegister(m.own...)
+	own.MustRegister(extra...)
+	reg.MustRegister(m.runtime...)
+	return reg
 }

@@ -60,6 +60,9 @@ type Snapshot struct {
 	// as soon as the page opens.
 	History              []HistoryPoint `json:"history"`
 	HistoryPeriodSeconds float64        `json:"history_period_seconds"`
+	// Cluster is the cluster this process is a node of (Hub.SetCluster);
+	// nil, and absent from the JSON, for one process.
+	Cluster *ClusterInfo `json:"cluster,omitempty"`
 }
 
 // SessionInfo is one session in a Snapshot.
@@ -84,6 +87,10 @@ type SessionInfo struct {
 	// CallsTotal counts the calls the session has made (each taken by an
 	// invoker), those in flight included.
 	CallsTotal int `json:"calls_total"`
+	// Owner is the member id of the node that owns the session: on a
+	// cluster node, the node itself (a session lives where it was
+	// initialized); "" for one process.
+	Owner string `json:"owner,omitempty"`
 }
 
 // CallInfo is one call in flight in a Snapshot.

@@ -164,6 +164,32 @@
         el("td", { class: "err" }, d.error || ""))));
   }
 
+  // cluster shows this node and the members when troupe runs as a cluster
+  // node; for one process there is no such section at all.
+  function cluster(s) {
+    const old = document.getElementById("cluster");
+    const c = s.cluster;
+    if (!c) {
+      if (old) old.remove();
+      return;
+    }
+    const members = (c.members || []).map((m) =>
+      el("tr", { "data-member": m.id, "data-self": m.self ? "true" : "false" },
+        el("td", { class: "mono" }, m.id, ...(m.self ? [" ", badge("this node", "info")] : [])),
+        el("td", { class: "mono" }, m.address),
+        el("td", { class: "num", "data-col": "rtt" }, m.self ? "–" : m.rtt_seconds > 0 ? secs(m.rtt_seconds) : "not measured yet")));
+    const table = el("table", { id: "members" },
+      el("thead", {}, el("tr", {}, el("th", {}, "Member"), el("th", {}, "Address"), el("th", {}, "Round trip"))),
+      el("tbody", {}, ...members));
+    const section = el("section", { id: "cluster", "aria-labelledby": "h-cluster", "data-node": c.node, "data-ready": c.ready ? "true" : "false" },
+      el("h2", { id: "h-cluster" }, "Cluster ",
+        el("span", { class: "muted" }, "(this node: ", el("span", { class: "mono", id: "cluster-node" }, c.node), ") "),
+        badge(c.ready ? "ready" : "not ready", c.ready ? "ok" : "bad", c.ready ? "ready" : "not-ready")),
+      table);
+    if (old) old.replaceWith(section);
+    else document.getElementById("tiles").after(section);
+  }
+
   function sessions(s) {
     const list = s.sessions || [];
     const eras = ["legacy", "modern", "pending"];
@@ -178,9 +204,12 @@
         el("td", { class: "num" }, r.legacy + r.modern + r.pending + r.other));
     }));
     document.getElementById("session-counts").hidden = list.length === 0;
+    const clustered = !!s.cluster;
+    document.getElementById("sessions-owner").hidden = !clustered;
     fill("sessions", list.map((x) =>
       el("tr", { "data-session": x.id },
         el("td", { class: "mono" }, x.id),
+        ...(clustered ? [el("td", { class: "mono", "data-col": "owner" }, x.owner || "")] : []),
         el("td", {}, x.transport),
         el("td", {}, x.era),
         el("td", {}, x.version || ""),
@@ -205,6 +234,7 @@
   function render(s) {
     document.getElementById("version").textContent = s.version || "";
     tiles(s);
+    cluster(s);
     charts(s);
     calls(s);
     downstreams(s);

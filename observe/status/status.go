@@ -33,6 +33,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"troupe/observe"
 )
@@ -54,7 +55,8 @@ var (
 type Source interface {
 	// Snapshot is the live view the page shows.
 	Snapshot() observe.Snapshot
-	// Registry holds the metrics /metrics serves.
+	// Registry holds the metrics /metrics serves; it is asked at each
+	// scrape.
 	Registry() *prometheus.Registry
 }
 
@@ -84,7 +86,11 @@ func New(src Source, opts Options) *Handler {
 	page = strings.Replace(page, "{{SCRIPT}}", pageJS, 1)
 	return &Handler{
 		src: src,
-		metrics: promhttp.HandlerFor(src.Registry(), promhttp.HandlerOpts{
+		// The Source's registry is read at each scrape: a cluster node's
+		// Hub replaces it with one that labels the series by node.
+		metrics: promhttp.HandlerFor(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+			return src.Registry().Gather()
+		}), promhttp.HandlerOpts{
 			ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 			ErrorHandling: promhttp.ContinueOnError,
 		}),
