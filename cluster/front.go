@@ -21,7 +21,8 @@ import (
 //
 // Receives: *wire.Part, from the owner's ownerRequest.
 type streamActor struct {
-	parts chan *wire.Part
+	parts   chan *wire.Part
+	pending *pending
 }
 
 // Receive implements actor.Actor.
@@ -29,7 +30,10 @@ func (s *streamActor) Receive(ctx actor.Context) {
 	if p, ok := ctx.Message().(*wire.Part); ok {
 		select {
 		case s.parts <- p:
-		default: // an owner ignoring the window: the request is ended below
+		default:
+			// An owner that ignores the window is not one of ours to
+			// trust: the request ends as if the owner were lost.
+			s.pending.lose()
 		}
 	}
 }
@@ -102,7 +106,7 @@ func (n *Node) Forward(w http.ResponseWriter, r *http.Request, body []byte, memb
 	if !n.topology.Load().Has(member) {
 		return ErrUnknownMember
 	}
-	sa := &streamActor{parts: make(chan *wire.Part, window+1)}
+	sa := &streamActor{parts: make(chan *wire.Part, window+1), pending: p}
 	root := n.system.Root
 	pid := root.Spawn(actor.PropsFromProducer(func() actor.Actor { return sa }))
 	defer root.Stop(pid)

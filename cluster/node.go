@@ -214,8 +214,18 @@ func (n *Node) event(evt any) {
 	switch e := evt.(type) {
 	case *pcluster.ClusterTopology:
 		t := topologyOf(e)
-		n.topology.Store(t)
+		old := n.topology.Swap(t)
 		n.forwards.lose(func(p *pending) bool { return !t.Has(p.member) })
+		// Requests forwarded here by a front whose node left are stopped:
+		// nobody reads their answers (the remote may not notice for long
+		// when this node has not written to it yet).
+		if old != nil && n.tunnel != nil {
+			for _, m := range old.Members {
+				if !t.Has(m.ID) {
+					n.system.Root.Send(n.tunnel, &frontLost{address: m.Address})
+				}
+			}
+		}
 	case *remote.EndpointTerminatedEvent:
 		n.forwards.lose(func(p *pending) bool { return p.address == e.Address })
 		if n.tunnel != nil {
