@@ -132,7 +132,7 @@ func Start(opts Options) (*Node, error) {
 		actor.WithDeadLetterRequestLogging(false))
 	ropts := []remote.ConfigOption{
 		remote.WithEndpointWriterQueueSize(10000), remote.WithEndpointManagerQueueSize(10000),
-		remote.WithDialOptions(dialOpts...),
+		remote.WithDialOptions(append(dialOpts, closeAbandonedConns())...),
 	}
 	if serverOpts != nil {
 		ropts = append(ropts, remote.WithServerOptions(serverOpts...))

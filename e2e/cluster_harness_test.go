@@ -235,23 +235,36 @@ type clusterNode struct {
 	stopping  bool
 }
 
-// startNode starts a node and waits until /readyz answers 200.
+// startNode starts a node and waits until /readyz answers 200. A port
+// that another process took between freePort and the node's bind (other
+// tests run clusters on the same machine) is retried with new ports.
 func (c *testCluster) startNode(extra ...string) *clusterNode {
 	c.t.Helper()
-	hp, err1 := freePort()
-	rp, err2 := freePort()
-	if err1 != nil || err2 != nil {
-		c.t.Fatal(err1, err2)
+	for attempt := 1; ; attempt++ {
+		hp, err1 := freePort()
+		rp, err2 := freePort()
+		if err1 != nil || err2 != nil {
+			c.t.Fatal(err1, err2)
+		}
+		n := &clusterNode{c: c, http: "127.0.0.1:" + strconv.Itoa(hp), remote: "127.0.0.1:" + strconv.Itoa(rp), extra: extra,
+			log: &lockedWriter{b: &strings.Builder{}}}
+		n.url = "http://" + n.http + "/mcp"
+		n.spawn()
+		if !n.waitReady(45 * time.Second) {
+			_, exited := n.process()
+			select {
+			case <-exited:
+				if attempt < 3 && strings.Contains(n.log.String(), "address already in use") {
+					continue
+				}
+			default:
+			}
+			n.stop(c.t)
+			c.t.Fatalf("node %s did not become ready; its log:\n%s", n.http, n.log)
+		}
+		c.t.Cleanup(func() { n.stop(c.t) })
+		return n
 	}
-	n := &clusterNode{c: c, http: "127.0.0.1:" + strconv.Itoa(hp), remote: "127.0.0.1:" + strconv.Itoa(rp), extra: extra,
-		log: &lockedWriter{b: &strings.Builder{}}}
-	n.url = "http://" + n.http + "/mcp"
-	n.spawn()
-	c.t.Cleanup(func() { n.stop(c.t) })
-	if !n.waitReady(45 * time.Second) {
-		c.t.Fatalf("node %s did not become ready; its log:\n%s", n.http, n.log)
-	}
-	return n
 }
 
 func (n *clusterNode) args() []string {
@@ -397,6 +410,7 @@ func (n *clusterNode) post(t *testing.T, sid string, msg any) mcpReply {
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	}
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 60 * time.Second}
+	defer client.CloseIdleConnections() // no connection stays open in the node (its goroutines, its fds)
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("POST to %s: %v", n.http, err)

@@ -223,7 +223,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, s *httptranspor
 			w.Header().Set("Mcp-Session-Id", s.ID())
 		}
 	}
-	h.streamEvents(w, ctx, s, st, events, done)
+	h.streamEvents(w, ctx, s, st, 0, events, done)
 }
 
 // untilSessionEnds returns a context that ends with parent (the request's)

@@ -55,15 +55,18 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 		h.refuse(w, http.StatusGone, "the stream's events are no longer kept")
 		return
 	}
-	h.streamEvents(w, ctx, s, st, events, done)
+	h.streamEvents(w, ctx, s, st, after, events, done)
 }
 
-// streamEvents answers with text/event-stream: the events given, then
-// every later one until the stream ends, the client leaves, or the client
-// falls behind what the stream keeps. Idle streams get comment lines so
-// proxies and clients see the connection alive.
+// streamEvents answers with text/event-stream: the events given (those
+// after sequence number after), then every later one until the stream
+// ends, the client leaves, or the client falls behind what the stream
+// keeps. after matters when events is empty: a resumed stream with nothing
+// new yet must continue after the client's Last-Event-ID, not replay the
+// stream from its start. Idle streams get comment lines so proxies and
+// clients see the connection alive.
 func (h *Handler) streamEvents(w http.ResponseWriter, ctx context.Context, s *httptransport.Handle, st *httptransport.Stream,
-	events []httptransport.Event, done bool) (answered bool) {
+	after uint64, events []httptransport.Event, done bool) (answered bool) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -72,7 +75,6 @@ func (h *Handler) streamEvents(w http.ResponseWriter, ctx context.Context, s *ht
 	if rc.Flush() != nil {
 		return false
 	}
-	var after uint64
 	for {
 		for _, e := range events {
 			_ = rc.SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))

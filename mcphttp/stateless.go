@@ -130,7 +130,7 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m messag
 		answered = true
 		return
 	}
-	answered = h.streamEvents(w, ctx, s, st, events, done)
+	answered = h.streamEvents(w, ctx, s, st, 0, events, done)
 }
 
 // requestSession starts the hidden session that serves one stateless-era
