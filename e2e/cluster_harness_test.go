@@ -438,18 +438,10 @@ func (n *clusterNode) post(t *testing.T, sid string, msg any) mcpReply {
 	return r
 }
 
-// initialize opens a session on node n (which owns it) and sends
-// notifications/initialized; it returns the session id.
+// initialize opens a session on node n (which owns it), declaring no
+// client capabilities, and sends notifications/initialized; it returns the
+// session id.
 func (n *clusterNode) initialize(t *testing.T) string {
 	t.Helper()
-	r := n.post(t, "", map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
-		"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "cluster-e2e", "version": "1"}}})
-	if r.status != http.StatusOK || r.sessionID == "" {
-		t.Fatalf("initialize on %s: status %d, %v", n.http, r.status, r.messages)
-	}
-	if a := n.post(t, r.sessionID, map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); a.status != http.StatusAccepted {
-		t.Fatalf("notifications/initialized on %s: status %d", n.http, a.status)
-	}
-	return r.sessionID
+	return n.initializeAs(t, map[string]any{})
 }

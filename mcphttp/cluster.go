@@ -104,10 +104,7 @@ func (h *Handler) routeState(w http.ResponseWriter, r *http.Request, m message) 
 // once for one process; for a cluster node, once it has joined and can
 // route), 503 before and while it cannot (etcd away, draining).
 func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		h.refused(http.StatusMethodNotAllowed)
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !h.getOrHead(w, r) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

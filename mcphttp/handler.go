@@ -197,10 +197,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/readyz":
 		h.serveReady(w, r)
 	case "/healthz":
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			h.refused(http.StatusMethodNotAllowed)
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		if !h.getOrHead(w, r) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -212,6 +209,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		http.NotFound(w, r)
 	}
+}
+
+// getOrHead refuses (405) a probe's request that is neither GET nor HEAD,
+// and reports whether r is one.
+func (h *Handler) getOrHead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	h.refused(http.StatusMethodNotAllowed)
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
 }
 
 // checkSource refuses a request whose Host is not a loopback name (when
