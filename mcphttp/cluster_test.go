@@ -144,4 +144,3 @@ func (r *rig) get(path string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
-
