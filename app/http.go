@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"troupe/actors"
@@ -19,6 +20,55 @@ type httpFront struct {
 	srv     *http.Server
 	handler *mcphttp.Handler
 	errs    chan error
+	// forwarded counts the requests other nodes forwarded to this one:
+	// they reach the handler through the cluster's tunnel, not through
+	// srv, so srv.Shutdown does not wait for them.
+	forwarded inFlight
+}
+
+// inFlight counts requests being served and lets shutdown wait until none
+// is.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0 (nil: nobody waits)
+}
+
+func (f *inFlight) enter() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inFlight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.n == 0 && f.zero != nil {
+		close(f.zero)
+		f.zero = nil
+	}
+}
+
+// wait returns true once no request is in flight, false when ctx ends
+// first.
+func (f *inFlight) wait(ctx context.Context) bool {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	if f.zero == nil {
+		f.zero = make(chan struct{})
+	}
+	zero := f.zero
+	f.mu.Unlock()
+	select {
+	case <-zero:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // checkHTTPAddress is the check of http.listen before anything listens
@@ -94,7 +144,11 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 		errs:    make(chan error, 1),
 	}
 	if node != nil {
-		node.Serve(http.HandlerFunc(handler.ServeForwarded))
+		node.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			f.forwarded.enter()
+			defer f.forwarded.leave()
+			handler.ServeForwarded(w, r)
+		}))
 	}
 	go func() {
 		if err := f.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -122,6 +176,11 @@ func (f *httpFront) shutdown(timeout time.Duration, log *slog.Logger) {
 	if err := f.srv.Shutdown(ctx); err != nil {
 		log.Warn("HTTP shutdown incomplete; closing", "err", err)
 		_ = f.srv.Close()
+	}
+	// Calls other nodes' fronts forwarded here are answered before the
+	// sessions are closed under them (the node leaves the cluster after).
+	if !f.forwarded.wait(ctx) {
+		log.Warn("forwarded requests still running at the end of the grace; closing")
 	}
 }
 

@@ -158,7 +158,7 @@ func Start(opts Options) (*Node, error) {
 	if opts.TLS.Insecure {
 		log.Warn("cluster: node-to-node traffic is NOT encrypted nor authenticated (cluster.tls_insecure): for tests on loopback only")
 	}
-	n.etcd, err = clientv3.New(clientv3.Config{Endpoints: opts.EtcdEndpoints, DialTimeout: opts.JoinTimeout})
+	n.etcd, err = clientv3.New(etcdConfig(opts.EtcdEndpoints, opts.JoinTimeout))
 	if err != nil {
 		n.leave()
 		return nil, fmt.Errorf("cluster: etcd client: %w", err)

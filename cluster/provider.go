@@ -9,6 +9,7 @@ import (
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // etcdKeyPrefix is where protoactor's etcd provider keeps members: one key
@@ -31,7 +32,7 @@ func (p *etcdProvider) StartMember(c *pcluster.Cluster) error {
 	if err := p.reachable(); err != nil {
 		return err
 	}
-	inner, err := etcd.NewWithConfig(etcdKeyPrefix, clientv3.Config{Endpoints: p.endpoints, DialTimeout: p.timeout})
+	inner, err := etcd.NewWithConfig(etcdKeyPrefix, etcdConfig(p.endpoints, p.timeout))
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
@@ -56,7 +57,7 @@ func (p *etcdProvider) Shutdown(graceful bool) error {
 
 // reachable asks etcd for the cluster's keys within the provider's timeout.
 func (p *etcdProvider) reachable() error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: p.endpoints, DialTimeout: p.timeout})
+	cli, err := clientv3.New(etcdConfig(p.endpoints, p.timeout))
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}
@@ -67,6 +68,16 @@ func (p *etcdProvider) reachable() error {
 		return fmt.Errorf("etcd at %s does not answer: %w", strings.Join(p.endpoints, ", "), err)
 	}
 	return nil
+}
+
+// etcdConfig is the configuration of every etcd client troupe makes. The
+// client's own logger is silenced: it writes JSON lines of its own (with
+// its source file and line) straight to stderr, past troupe's log and its
+// redaction, and repeats them every retry while etcd is away. What matters
+// reaches troupe's log as its errors: the join's, and the watchdog's
+// readiness changes.
+func etcdConfig(endpoints []string, dialTimeout time.Duration) clientv3.Config {
+	return clientv3.Config{Endpoints: endpoints, DialTimeout: dialTimeout, Logger: zap.NewNop()}
 }
 
 // etcdMembers reads the member ids etcd holds for a cluster.

@@ -61,6 +61,27 @@ func clusterBinary(t *testing.T) string {
 	return bin
 }
 
+// clusterPort returns a free loopback port below Linux's ephemeral range
+// (32768-60999): freePort's ports come from that range, where every
+// outgoing connection of the nodes (gRPC between them, etcd clients) also
+// takes its local port, and one did take a node's port between freePort
+// and the node's listen often enough to fail a cluster test.
+func clusterPort() (int, error) {
+	for range 100 {
+		var b [2]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, err
+		}
+		port := 20000 + (int(b[0])<<8|int(b[1]))%12000
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			ln.Close()
+			return port, nil
+		}
+	}
+	return freePort()
+}
+
 // etcdServer is Debian's etcd (3.4) serving one member on loopback.
 type etcdServer struct {
 	dir, client, peer string
@@ -76,8 +97,8 @@ func startEtcd(t *testing.T) *etcdServer {
 	if _, err := exec.LookPath("etcd"); err != nil {
 		t.Fatal("etcd is not installed (scripts/test installs Debian's etcd-server)")
 	}
-	cp, err1 := freePort()
-	pp, err2 := freePort()
+	cp, err1 := clusterPort()
+	pp, err2 := clusterPort()
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
@@ -241,8 +262,8 @@ type clusterNode struct {
 func (c *testCluster) startNode(extra ...string) *clusterNode {
 	c.t.Helper()
 	for attempt := 1; ; attempt++ {
-		hp, err1 := freePort()
-		rp, err2 := freePort()
+		hp, err1 := clusterPort()
+		rp, err2 := clusterPort()
 		if err1 != nil || err2 != nil {
 			c.t.Fatal(err1, err2)
 		}

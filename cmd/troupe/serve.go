@@ -133,7 +133,14 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		}
 	}
 	if err := server.Run(sigs, run); err != nil {
-		return refused(err, func(p error) { log.Error("cannot serve", "err", p) })
+		// Run refuses too (a cluster node whose config differs from the
+		// cluster's): that is the configuration's fault, exit 2.
+		msg := "cannot serve"
+		var setup *app.SetupError
+		if errors.As(err, &setup) {
+			msg = "refusing to start"
+		}
+		return refused(err, func(p error) { log.Error(msg, "err", p) })
 	}
 	return exitOK
 }
