@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +70,7 @@ type Node struct {
 	handler  atomic.Pointer[http.Handler]
 	forwards forwards
 	hops     hopStats
+	peers    peerViews
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -144,7 +147,8 @@ func Start(opts Options) (*Node, error) {
 	cfg := pcluster.Configure(opts.Name, provider, disthash.New(), remote.Configure(host, port, ropts...))
 	n.cluster = pcluster.New(n.system, cfg)
 	n.sub = n.system.EventStream.Subscribe(n.event)
-	tunnel := &tunnel{handler: &n.handler, self: n.system.ID, print: opts.Fingerprint, log: log}
+	tunnel := &tunnel{handler: &n.handler, self: n.system.ID, print: opts.Fingerprint, log: log,
+		members: func() []string { return n.topology.Load().IDs() }}
 	n.tunnel, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return tunnel }), tunnelName)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -167,7 +171,13 @@ func Start(opts Options) (*Node, error) {
 		n.leave()
 		return nil, err
 	}
-	go n.watch()
+	greeted := make(chan struct{})
+	go n.greet(greeted)
+	go func() {
+		n.watch()
+		<-greeted
+		close(n.done)
+	}()
 	log.Info("joined the cluster", "cluster", opts.Name, "member", n.self, "address", n.system.Address(),
 		"members", len(n.topology.Load().Members))
 	return n, nil
@@ -268,15 +278,13 @@ func (n *Node) hello(m Member) (*wire.Fingerprint, error) {
 	return fp, nil
 }
 
-// watch is the watchdog's loop: a look every second, a Hello to every
-// member every fifth (the hop latency /status shows, and a check that the
-// configs still agree after reloads).
+// watch is the watchdog's loop: a look every second, until the node
+// closes or the watchdog says it must leave.
 func (n *Node) watch() {
-	defer close(n.done)
 	var w watchdog
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for i := 0; ; i++ {
+	for {
 		select {
 		case <-n.stop:
 			return
@@ -285,7 +293,8 @@ func (n *Node) watch() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		ids, err := etcdMembers(ctx, n.etcd, n.opts.Name)
 		cancel()
-		v := w.judge(facts{now: time.Now(), self: n.self, topology: n.topology.Load(), etcd: ids, etcdErr: err})
+		v := w.judge(facts{now: time.Now(), self: n.self, topology: n.topology.Load(), etcd: ids, etcdErr: err,
+			peers: n.peers.snapshot()})
 		if v.ready != n.ready.Swap(v.ready) {
 			n.log.Info("cluster: readiness changed", "ready", v.ready, "etcd_err", err)
 		}
@@ -296,25 +305,60 @@ func (n *Node) watch() {
 			}
 			return
 		}
-		if i%5 == 0 {
-			n.helloAll()
+	}
+}
+
+// greetEvery is how often the node greets every member: the round trip
+// /status shows, the members each sees (the watchdog's peers' view), and a
+// check that the configs still agree after reloads.
+const greetEvery = 2 * time.Second
+
+// greet greets every member every greetEvery until the node closes.
+func (n *Node) greet(done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(greetEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		}
+		for _, m := range n.topology.Load().Members {
+			if m.ID == n.self {
+				continue
+			}
+			fp, err := n.hello(m)
+			if err != nil {
+				continue
+			}
+			n.peers.answered(m.ID, time.Now(), slices.Contains(fp.GetMembers(), n.self))
+			if diff := config.DiffFingerprints(n.opts.Fingerprint, fp.GetSections()); len(diff) > 0 {
+				n.log.Warn("cluster: a member's config differs from this node's", "member", m.ID, "sections", diff)
+			}
 		}
 	}
 }
 
-func (n *Node) helloAll() {
-	for _, m := range n.topology.Load().Members {
-		if m.ID == n.self {
-			continue
-		}
-		fp, err := n.hello(m)
-		if err != nil {
-			continue
-		}
-		if diff := config.DiffFingerprints(n.opts.Fingerprint, fp.GetSections()); len(diff) > 0 {
-			n.log.Warn("cluster: a member's config differs from this node's", "member", m.ID, "sections", diff)
-		}
+// peerViews are the peers' last answers, for the watchdog.
+type peerViews struct {
+	mu    sync.Mutex
+	views map[string]peerView
+}
+
+func (p *peerViews) answered(member string, at time.Time, seesMe bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.views == nil {
+		p.views = map[string]peerView{}
 	}
+	p.views[member] = peerView{answered: at, seesMe: seesMe}
+}
+
+func (p *peerViews) snapshot() map[string]peerView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.views)
 }
 
 // Close leaves the cluster: the watchdog stops, the member's key is

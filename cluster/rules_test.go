@@ -63,37 +63,67 @@ func TestWatchdogRule(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	blocked := topo("a", "b")
 	blocked.Blocked = []string{"a"}
+	// peers says, for each id, that it answered at the look's time and
+	// whether it sees "a".
+	peers := func(now time.Time, sees map[string]bool) map[string]peerView {
+		v := map[string]peerView{}
+		for id, s := range sees {
+			v[id] = peerView{answered: now, seesMe: s}
+		}
+		return v
+	}
+	down := errors.New("down")
+	ab, abc := []string{"a", "b"}, []string{"a", "b", "c"}
 	for _, tc := range []struct {
 		name  string
 		looks []facts
 		ready bool
 		leave string
 	}{
-		{name: "agreeing", looks: []facts{{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b", "a"}}}, ready: true},
-		{name: "not joined yet", looks: []facts{{now: at(0), self: "a", topology: topo("b"), etcd: []string{"a", "b"}}}},
-		{name: "blocked leaves at once", looks: []facts{{now: at(0), self: "a", topology: blocked, etcd: []string{"a", "b"}}},
+		{name: "agreeing", looks: []facts{{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b", "a"},
+			peers: peers(at(0), map[string]bool{"b": true})}}, ready: true},
+		{name: "not joined yet", looks: []facts{{now: at(0), self: "a", topology: topo("b"), etcd: ab}}},
+		{name: "blocked leaves at once", looks: []facts{{now: at(0), self: "a", topology: blocked, etcd: ab}},
 			leave: "blocked"},
 		{name: "etcd away: not ready, never leaves", looks: []facts{
-			{now: at(0), self: "a", topology: topo("a"), etcdErr: errors.New("down")},
-			{now: at(60), self: "a", topology: topo("a"), etcdErr: errors.New("down")}}},
+			{now: at(0), self: "a", topology: topo("a", "b"), etcdErr: down},
+			{now: at(60), self: "a", topology: topo("a", "b"), etcdErr: down}}},
 		{name: "missing from etcd for a moment", looks: []facts{
 			{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b"}},
 			{now: at(2.9), self: "a", topology: topo("a", "b"), etcd: []string{"b"}}}},
 		{name: "missing from etcd for 3 s", looks: []facts{
 			{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b"}},
 			{now: at(3), self: "a", topology: topo("a", "b"), etcd: []string{"b"}}}, leave: "missing from etcd"},
-		{name: "a split for 3 s", looks: []facts{
-			{now: at(0), self: "a", topology: topo("a"), etcd: []string{"a", "b"}},
-			{now: at(3), self: "a", topology: topo("a"), etcd: []string{"a", "b"}}}, leave: "disagrees"},
-		{name: "a disagreement that heals resets the clock", looks: []facts{
-			{now: at(0), self: "a", topology: topo("a"), etcd: []string{"a", "b"}},
-			{now: at(2), self: "a", topology: topo("a", "b"), etcd: []string{"a", "b"}},
-			{now: at(4), self: "a", topology: topo("a"), etcd: []string{"a", "b"}},
-			{now: at(6), self: "a", topology: topo("a"), etcd: []string{"a", "b"}}}, ready: true},
-		{name: "an outage does not count as disagreement", looks: []facts{
-			{now: at(0), self: "a", topology: topo("a"), etcd: []string{"a", "b"}},
-			{now: at(2), self: "a", topology: topo("a"), etcdErr: errors.New("down")},
-			{now: at(4), self: "a", topology: topo("a"), etcd: []string{"a", "b"}}}, ready: true},
+		{name: "most peers do not see this node", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a", "b", "c"), etcd: abc, peers: peers(at(0), map[string]bool{"b": false, "c": false})},
+			{now: at(4), self: "a", topology: topo("a", "b", "c"), etcd: abc, peers: peers(at(4), map[string]bool{"b": false, "c": false})}},
+			leave: "do not see this node"},
+		{name: "one peer of three that does not see this node is its own problem", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a", "b", "c", "d"), etcd: []string{"a", "b", "c", "d"},
+				peers: peers(at(0), map[string]bool{"b": false, "c": true, "d": true})},
+			{now: at(20), self: "a", topology: topo("a", "b", "c", "d"), etcd: []string{"a", "b", "c", "d"},
+				peers: peers(at(20), map[string]bool{"b": false, "c": true, "d": true})}}, ready: true},
+		{name: "the healthy side of a split stays", looks: []facts{
+			// etcd lists c again (its lease came back), this node dropped c,
+			// and b agrees with this node: c is the odd one out.
+			{now: at(0), self: "a", topology: topo("a", "b"), etcd: abc, peers: peers(at(0), map[string]bool{"b": true})},
+			{now: at(20), self: "a", topology: topo("a", "b"), etcd: abc, peers: peers(at(20), map[string]bool{"b": true})}},
+			ready: true},
+		{name: "the odd one out, whom nobody answers, leaves", looks: []facts{
+			{now: at(0), self: "c", topology: topo("a", "b", "c"), etcd: abc},
+			{now: at(10), self: "c", topology: topo("a", "b", "c"), etcd: abc},
+			{now: at(20), self: "c", topology: topo("a", "b", "c"), etcd: abc}}, leave: "no other member has answered"},
+		{name: "a member that just joined is not counted as silent", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a"), etcd: ab},
+			{now: at(5), self: "a", topology: topo("a", "b"), etcd: ab},
+			{now: at(12), self: "a", topology: topo("a", "b"), etcd: ab}}, ready: true},
+		{name: "a disagreement with etcd that nothing resolves, as a last resort", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a"), etcd: ab},
+			{now: at(30), self: "a", topology: topo("a"), etcd: ab}}, leave: "disagreed with etcd"},
+		{name: "an outage does not count", looks: []facts{
+			{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b"}},
+			{now: at(2), self: "a", topology: topo("a", "b"), etcdErr: down},
+			{now: at(4), self: "a", topology: topo("a", "b"), etcd: []string{"b"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var w watchdog

@@ -22,11 +22,12 @@ type frontLost struct{ address string }
 // tunnel is the actor that receives what other nodes send this one: a
 // Forward starts an ownerRequest child (keyed by the front's stream actor),
 // Ack and Cancel reach that child, Hello is answered with this node's
-// config fingerprint.
+// config fingerprint and the members it sees.
 type tunnel struct {
 	handler *atomic.Pointer[http.Handler] // nil until the node serves (Node.Serve)
 	self    string
 	print   map[string]string
+	members func() []string // the members this node sees
 	log     *slog.Logger
 
 	requests map[string]*actor.PID // by key (the front's stream actor)
@@ -63,7 +64,11 @@ func (t *tunnel) Receive(ctx actor.Context) {
 			delete(t.requests, key)
 		}
 	case *wire.Hello:
-		ctx.Respond(&wire.Fingerprint{Member: t.self, Sections: t.print})
+		var members []string
+		if t.members != nil {
+			members = t.members()
+		}
+		ctx.Respond(&wire.Fingerprint{Member: t.self, Sections: t.print, Members: members})
 	}
 }
 

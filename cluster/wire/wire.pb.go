@@ -393,11 +393,14 @@ func (x *Hello) GetFrom() string {
 }
 
 // Fingerprint answers Hello: per config section that must agree across
-// the cluster, a keyed hash (config.ClusterFingerprint).
+// the cluster, a keyed hash (config.ClusterFingerprint), and the members
+// the answering node sees (a node that most of its peers do not see has
+// been dropped or blocked by them, and must leave: the watchdog).
 type Fingerprint struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Member        string                 `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
 	Sections      map[string]string      `protobuf:"bytes,2,rep,name=sections,proto3" json:"sections,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Members       []string               `protobuf:"bytes,3,rep,name=members,proto3" json:"members,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -446,6 +449,13 @@ func (x *Fingerprint) GetSections() map[string]string {
 	return nil
 }
 
+func (x *Fingerprint) GetMembers() []string {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 var File_cluster_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_wire_wire_proto_rawDesc = "" +
@@ -474,10 +484,11 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\x06Cancel\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\"\x1b\n" +
 	"\x05Hello\x12\x12\n" +
-	"\x04from\x18\x01 \x01(\tR\x04from\"\xa6\x01\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\"\xc0\x01\n" +
 	"\vFingerprint\x12\x16\n" +
 	"\x06member\x18\x01 \x01(\tR\x06member\x12B\n" +
-	"\bsections\x18\x02 \x03(\v2&.troupe.wire.Fingerprint.SectionsEntryR\bsections\x1a;\n" +
+	"\bsections\x18\x02 \x03(\v2&.troupe.wire.Fingerprint.SectionsEntryR\bsections\x12\x18\n" +
+	"\amembers\x18\x03 \x03(\tR\amembers\x1a;\n" +
 	"\rSectionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x15Z\x13troupe/cluster/wireb\x06proto3"
