@@ -97,7 +97,7 @@ func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Reque
 	if len(c.meta.ProgressToken) > 0 && string(c.meta.ProgressToken) != "null" {
 		call.token = c.meta.ProgressToken
 	}
-	store, _ := s.Output(req, true)
+	store, shared := s.Output(req, true)
 	inv := &invocation{
 		id: req.ID, tool: c.tool, args: c.args,
 		registry: c.registry, timeout: s.opts.CallTimeout,
@@ -105,6 +105,11 @@ func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Reque
 		call: callContext{session: s.id, trusted: s.trusted.fingerprint(c.tool), version: s.version, gate: s.opts.Gate,
 			store: store, auditor: s.exec.auditor, overrides: s.overrides,
 			asker: newElicitationAsker(s.caps.FormElicitation() && s.version.HasElicitation())},
+	}
+	if shared {
+		// A caller's output may be read through any node of a cluster:
+		// its links name this one (spool.NodeOf, Host.OutputKeeper).
+		inv.call.node = s.opts.callers.self()
 	}
 	if req.Era == protocol.EraStateless {
 		// A stateless-era call has no session: no session overrides, and no

@@ -5,6 +5,7 @@ import (
 
 	"troupe/actors/transport"
 	"troupe/protocol"
+	"troupe/spool"
 )
 
 // StateIssuer names the cluster member that can redeem the requestState a
@@ -33,6 +34,40 @@ func (h *Host) StateIssuer(req *transport.Request) (member string, local bool) {
 	}
 	node, err := sealer.IssuedBy(state)
 	if err != nil || node == "" || node == sealer.Node() {
+		return "", true
+	}
+	return node, false
+}
+
+// SetNode makes this Host a cluster node's: from now on the output of its
+// 2026-07-28 HTTP calls is spooled under ids that name member
+// (spool.NodeOutputID), so a resources/read of their links that reaches
+// another node's front is sent here (OutputKeeper). The app calls it once
+// the node has joined, before HTTP is served. Session-based calls need no
+// such name: every request of a session reaches the node that owns it.
+func (h *Host) SetNode(member string) { h.callers.node.Store(&member) }
+
+// OutputKeeper names the cluster member that keeps the spooled output a
+// 2026-07-28 resources/read asks for, and reports whether that is this
+// process: a call's output stays on the node that ran it, whose id its
+// links carry (spool.NodeOf), so the HTTP front of a cluster forwards the
+// read there. It reads the uri the edge decoded (ReadRequest), never the
+// body again. A request of another method or era, a process outside a
+// cluster, and a uri that names no node or names this one are local: they
+// are served, or answered "not found", here. The member named comes from
+// the client: the keeper checks the read as it checks any other (only the
+// caller whose call made the output reads it).
+func (h *Host) OutputKeeper(req *transport.Request) (member string, local bool) {
+	self := h.callers.self()
+	if self == "" || req.Method != protocol.MethodResourcesRead || req.Era != protocol.EraStateless {
+		return "", true
+	}
+	p, ok := req.Params.(*readResourceParams)
+	if !ok {
+		return "", true
+	}
+	node, ok := spool.NodeOf(p.URI)
+	if !ok || node == self {
 		return "", true
 	}
 	return node, false

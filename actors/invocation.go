@@ -108,7 +108,11 @@ type callContext struct {
 	trusted *[32]byte // the fingerprint of the tool a person trusted for the session, if any
 	version protocol.Version
 	gate    gate.Policy
-	store   *spool.Store  // the session's spooled outputs; nil keeps output in memory only
+	store   *spool.Store // the session's spooled outputs; nil keeps output in memory only
+	// node is the cluster member the output's id names (a 2026-07-28 HTTP
+	// call on a cluster node: its links are read through any node); "":
+	// the call's id alone.
+	node    string
 	auditor *audit.Writer // nil: no audit log
 	// overrides are the cwd and env the session set for itself (nil:
 	// none); they reach the tool, the prompt and the audit record.
@@ -359,7 +363,7 @@ func (inv *invocation) newOutput() (*spool.Output, error) {
 	if inv.call.store == nil {
 		return spool.NewOutput(spool.Limits{}), nil
 	}
-	return inv.call.store.Create(inv.cid)
+	return inv.call.store.Create(spool.NodeOutputID(inv.call.node, inv.cid))
 }
 
 // deadline cancels the tool — which kills the call's processes — and

@@ -3,6 +3,7 @@ package actors
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"troupe/actors/transport"
@@ -33,6 +34,11 @@ type callerStores struct {
 	limits spool.Limits // SessionOptions.Spool, with the server's budget
 	idle   time.Duration
 	log    *slog.Logger
+	// node is this cluster member's id, which the output ids of its calls
+	// start with (spool.NodeOutputID), so that any node's front can send a
+	// read of their links here; "" outside a cluster. Set once the node
+	// has joined (Host.SetNode), before HTTP is served.
+	node atomic.Pointer[string]
 
 	mu     sync.Mutex
 	stores map[[32]byte]*callerStore
@@ -48,8 +54,14 @@ type callerStore struct {
 }
 
 func newCallerStores(dir string, limits spool.Limits, idle time.Duration, log *slog.Logger) *callerStores {
-	return &callerStores{dir: dir, limits: limits, idle: idle, log: log}
+	c := &callerStores{dir: dir, limits: limits, idle: idle, log: log}
+	c.node.Store(new(string))
+	return c
 }
+
+// self is the cluster member the output ids of these stores name; "" for
+// one process.
+func (c *callerStores) self() string { return *c.node.Load() }
 
 // acquire returns caller's store, made first when create is set (a call
 // that may write output; a read of a caller that has none makes none),

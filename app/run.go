@@ -221,6 +221,9 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		// only this node's open here: once holds across the cluster, and
 		// the front sends a retry to its state's node (mcphttp/cluster.go).
 		a.approvals.SetNode(node.Self())
+		// So do the links to the output of 2026-07-28 calls: the front
+		// sends a read of one to the node that keeps the output.
+		host.SetNode(node.Self())
 		defer node.Close() // after the front has drained: the node's sessions have ended
 	}
 	var web *httpFront

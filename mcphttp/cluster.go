@@ -100,6 +100,32 @@ func (h *Handler) routeState(w http.ResponseWriter, r *http.Request, m message) 
 	return true
 }
 
+// routeOutput forwards a 2026-07-28 resources/read of a call's spooled
+// output to the node that ran the call, and reports whether it did (or
+// answered it). The output's files are on that node alone; its links name
+// it (spool.NodeOf), and the host reads the uri the edge decoded. The body
+// forwarded is the message as the client sent it, with its credential:
+// the keeper checks the read as any other, so a caller reads only its own
+// output whichever front it reached. An output whose node has left the
+// cluster went with it.
+func (h *Handler) routeOutput(w http.ResponseWriter, r *http.Request, m message) bool {
+	c := h.opts.Cluster
+	if c == nil || forwarded(r) {
+		return false
+	}
+	member, local := h.host.OutputKeeper(m.req)
+	if local {
+		return false
+	}
+	if err := c.Forward(w, r, m.raw, member); err != nil {
+		h.log.Info("2026-07-28 output read refused: the node that kept the output has left the cluster", "member", member)
+		h.statelessError(w, http.StatusOK, m.req.ID, protocol.CodeInvalidParams,
+			"resource not found: the output was kept by a troupe node that has left the cluster, and went with it; "+
+				"call the tool again to see its output.", nil)
+	}
+	return true
+}
+
 // serveReady answers /readyz: 200 once the node can take requests (at
 // once for one process; for a cluster node, once it has joined and can
 // route), 503 before and while it cannot (etcd away, draining).
