@@ -10,24 +10,24 @@ import (
 	"testing"
 )
 
-// fakeCluster is a cluster of two nodes, "self" and "other", as the
+// fakeFront is a cluster of two nodes, "self" and "other", as the
 // front sees it: sessions named "<id>.other" belong to the other node, and
 // Forward records what it was asked to carry.
-type fakeCluster struct {
+type fakeFront struct {
 	ready     atomic.Bool
 	mu        sync.Mutex
 	forwarded []string // method, session id and body of each forward
 	gone      bool     // the other node has left
 }
 
-func (f *fakeCluster) NewSessionID() string { return newSessionID() + ".self" }
+func (f *fakeFront) NewSessionID() string { return newSessionID() + ".self" }
 
-func (f *fakeCluster) Owner(id string) (string, bool) {
+func (f *fakeFront) Owner(id string) (string, bool) {
 	_, member, _ := strings.Cut(id, ".")
 	return member, member != "other"
 }
 
-func (f *fakeCluster) Forward(w http.ResponseWriter, r *http.Request, body []byte, member string) error {
+func (f *fakeFront) Forward(w http.ResponseWriter, r *http.Request, body []byte, member string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.gone {
@@ -38,10 +38,10 @@ func (f *fakeCluster) Forward(w http.ResponseWriter, r *http.Request, body []byt
 	return nil
 }
 
-func (f *fakeCluster) Ready() bool { return f.ready.Load() }
+func (f *fakeFront) Ready() bool { return f.ready.Load() }
 
 func TestClusterFrontRoutesOtherNodesSessions(t *testing.T) {
-	fc := &fakeCluster{}
+	fc := &fakeFront{}
 	r := newRig(t, rigConfig{opts: Options{Cluster: fc}})
 
 	// initialize makes a session this node owns, named so.
@@ -112,7 +112,7 @@ func TestReadyz(t *testing.T) {
 	if resp := alone.get("/readyz"); resp != http.StatusOK {
 		t.Fatalf("one process: /readyz %d, want 200", resp)
 	}
-	fc := &fakeCluster{}
+	fc := &fakeFront{}
 	node := newRig(t, rigConfig{opts: Options{Cluster: fc}})
 	if resp := node.get("/readyz"); resp != http.StatusServiceUnavailable {
 		t.Fatalf("a node not joined: /readyz %d, want 503", resp)
