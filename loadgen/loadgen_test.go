@@ -480,6 +480,11 @@ func TestHTTPRouteVia(t *testing.T) {
 	var frontCalls, frontOther atomic.Int64
 	target, _ := url.Parse(strings.TrimSuffix(owner.url, "/mcp"))
 	proxy := httputil.NewSingleHostReverseProxy(target)
+	// The front's own transport, closed at the end: no connection of
+	// http.DefaultTransport outlives the test (goleak checks).
+	tr := &http.Transport{Proxy: nil}
+	proxy.Transport = tr
+	t.Cleanup(tr.CloseIdleConnections)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
