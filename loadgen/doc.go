@@ -26,6 +26,11 @@
 // Report.PerURL gives each URL's sessions, calls, errors and latency
 // percentiles beside the totals. One URL reports as it always did.
 //
+// Options.RouteVia sends every call to another URL than the one its
+// session was initialized at: with a troupe cluster, a node that does not
+// own the session and forwards the call to the node that does. A run with
+// it beside one without gives the cost of the hop between nodes.
+//
 // Over HTTP, Options.Stateless makes the calls without a session, as the
 // 2026-07-28 revision does: server/discover once, then every tools/call
 // stands alone, its version, client capabilities and client in _meta and

@@ -18,10 +18,14 @@ import (
 // carrying its Mcp-Session-Id, answered as application/json or as an SSE
 // stream whose event with our id ends the call.
 type httpSession struct {
-	client  *http.Client
-	url     string
-	token   string
-	id      string // Mcp-Session-Id; empty when the server is stateless
+	client *http.Client
+	url    string
+	token  string
+	id     string // Mcp-Session-Id; empty when the server is stateless
+	// via, when set, is where the session's calls are POSTed instead of
+	// url (Options.RouteVia): another node of the cluster that owns it,
+	// which must forward them. initialize and DELETE still go to url.
+	via     string
 	version string // negotiated protocol version
 	// method and name, when set, are sent as Mcp-Method and Mcp-Name:
 	// the stateless revision's calls mirror their method and tool there.
@@ -40,7 +44,11 @@ func newHTTPClient(conns int) *http.Client {
 }
 
 func (h *httpSession) post(ctx context.Context, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	url := h.url
+	if h.via != "" {
+		url = h.via
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

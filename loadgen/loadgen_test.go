@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -465,5 +468,66 @@ func TestURLsOptionErrors(t *testing.T) {
 	o := Options{Target: Target{URLs: append(two, "http://c/mcp")}}
 	if err := o.defaults(); err != nil || o.Sessions != 3 || o.Concurrency != 3 {
 		t.Fatalf("defaults: sessions %d, concurrency %d, %v", o.Sessions, o.Concurrency, err)
+	}
+}
+
+// TestHTTPRouteVia: with RouteVia, the sessions are initialized at the
+// target (their owner) and every call goes to the other URL, a front that
+// forwards it to the owner, as a node of a troupe cluster does; DELETE
+// still reaches the owner. Both servers' counts show it.
+func TestHTTPRouteVia(t *testing.T) {
+	owner := newCountedTroupe(t)
+	var frontCalls, frontOther atomic.Int64
+	target, _ := url.Parse(strings.TrimSuffix(owner.url, "/mcp"))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	// The front's own transport, closed at the end: no connection of
+	// http.DefaultTransport outlives the test (goleak checks).
+	tr := &http.Transport{Proxy: nil}
+	proxy.Transport = tr
+	t.Cleanup(tr.CloseIdleConnections)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Method == http.MethodPost && bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+			frontCalls.Add(1)
+		} else {
+			frontOther.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	via := front.URL + "/mcp"
+	rep, err := Run(context.Background(), Options{Target: Target{URL: owner.url}, RouteVia: via, Calls: 300,
+		Concurrency: 4, Sessions: 2, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK != 300 || len(rep.Errors) != 0 || rep.RouteVia != via || rep.Target != owner.url {
+		t.Fatalf("report: %+v", rep)
+	}
+	if owner.initialize.Load() != 2 || frontCalls.Load() != 300 || frontOther.Load() != 0 || owner.call.Load() != 300 {
+		t.Fatalf("owner: %d initialize, %d calls; front: %d calls, %d other requests",
+			owner.initialize.Load(), owner.call.Load(), frontCalls.Load(), frontOther.Load())
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^calls via +` + regexp.QuoteMeta(via) + ` `).MatchString(out.String()) {
+		t.Fatalf("table:\n%s", out.String())
+	}
+
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Target: Target{URL: owner.url}, RouteVia: "b:1"}, "not an http"},
+		{Options{Target: Target{URL: owner.url}, RouteVia: via, Stateless: true}, "no session to route"},
+		{Options{Target: Target{URL: owner.url}, RouteVia: via, Mode: ModeSessions}, "makes no calls"},
+		{Options{Target: Target{Command: []string{"x"}}, RouteVia: via}, "give --http"},
+	} {
+		if err := c.o.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Check(%+v) = %v; want %q", c.o, err, c.want)
+		}
 	}
 }

@@ -23,6 +23,9 @@ type Report struct {
 	// 2025 revision of the stateless calls a server without
 	// server/discover got.
 	Stateless string `json:"stateless,omitempty"`
+	// RouteVia is Options.RouteVia: the URL the calls were sent to, not
+	// the one that owns their sessions.
+	RouteVia string `json:"route_via,omitempty"`
 
 	Calls  int64            `json:"calls"`  // calls that ended (answered or failed)
 	OK     int64            `json:"ok"`     // calls answered with a successful result
@@ -203,6 +206,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("concurrency", "%d, without a session (%s)", r.Concurrency, r.Stateless)
 	} else {
 		row("concurrency", "%d over %d session(s)", r.Concurrency, r.Sessions)
+	}
+	if r.RouteVia != "" {
+		row("calls via", "%s (sessions opened at the target)", r.RouteVia)
 	}
 	if r.StartupMs > 0 {
 		row("startup", "%.1f ms (process start to initialize answer)", r.StartupMs)

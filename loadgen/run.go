@@ -96,6 +96,15 @@ type Options struct {
 
 	Timeout     time.Duration // the whole run (default 5 min)
 	CallTimeout time.Duration // one call (default 30 s); a handshake gets at least 10 s
+	// RouteVia, when set, is the URL every call is POSTed to, while the
+	// sessions are still initialized (and closed) at the target's URLs:
+	// with a troupe cluster, a node that does not own the sessions, so
+	// that each call is forwarded to its owner and the run measures what
+	// the hop between nodes costs (compare a run without it). Throughput
+	// and soak modes only; the report's per-URL rows stay by the URL
+	// that owns each session.
+	RouteVia string
+
 	// ProtocolVersion is offered in initialize (default "2025-06-18"); with
 	// Stateless, the version the calls speak (default "2026-07-28";
 	// a 2025 revision skips server/discover and makes the 2025 stateless
@@ -163,6 +172,19 @@ func (o *Options) defaults() error {
 	}
 	if o.Stateless && o.Sessions > 1 {
 		return errors.New("stateless calls open no sessions: leave the session count out")
+	}
+	if o.RouteVia != "" {
+		switch {
+		case len(urls) == 0:
+			return errors.New("routing calls via a URL needs sessions opened over HTTP: give --http")
+		case o.Stateless:
+			return errors.New("stateless calls have no session to route to its owner: leave --route-via out")
+		case o.Mode == ModeSessions:
+			return errors.New("sessions mode makes no calls to route: leave --route-via out")
+		}
+		if err := validURL(o.RouteVia); err != nil {
+			return fmt.Errorf("route via: %w", err)
+		}
 	}
 	if err := o.coverURLs(len(urls)); err != nil {
 		return err
@@ -292,6 +314,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, s := range sessions {
+			s.via = opts.RouteVia
+		}
+		rep.RouteVia = opts.RouteVia
 	}
 	for _, s := range sessions {
 		endpoints = append(endpoints, s)

@@ -54,12 +54,18 @@ the report adds a row per URL with its sessions, calls, errors and
 latency percentiles beside the totals. Calls follow their callers, so a
 slower node serves fewer of them.
 
+--route-via URL sends every call to URL while the sessions are still
+initialized at --http: with a troupe cluster, a node that does not own
+them, which forwards each call to its owner. Compare a run with it to
+one without (same --http) to see what the hop between nodes costs.
+
 --stdio splits its value on spaces (no quoting): use "-- CMD ARGS..." for
 arguments with spaces. Exits 0 when the run completed, 1 when it could not
 start, 2 on usage errors. Failed calls are reported, not fatal.`,
 		example: `troupe bench --calls 20000 --concurrency 8 -- troupe serve -c tools.benchmark_echo=true
 troupe bench --stateless --concurrency 64 --http http://127.0.0.1:8080/mcp
 troupe bench --sessions 32 --concurrency 64 --http http://10.0.0.1:8080/mcp --http http://10.0.0.2:8080/mcp
+troupe bench --calls 5000 --http http://10.0.0.1:8080/mcp --route-via http://10.0.0.2:8080/mcp
 troupe bench soak --rate 200 --duration 5m --http http://127.0.0.1:8080/mcp --bearer-token-env TROUPE_TOKEN`}
 }
 
@@ -75,7 +81,7 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 	// The body's names for the flags.
 	stdio, url, tokenEnv, calls, concurrency, sessions, tool, argsJSON := f.stdio, f.url, f.tokenEnv, f.calls, f.concurrency, f.sessions, f.tool, f.argsJSON
 	rate, duration, interval, pid, timeout, callTimeout, version, asJSON, serverStderr := f.rate, f.duration, f.interval, f.pid, f.timeout, f.callTimeout, f.version, f.asJSON, f.serverStderr
-	stateless := f.stateless
+	stateless, routeVia := f.stateless, f.routeVia
 	if code, ok := parseFlags(fs, help, args, stdout, stderr); !ok {
 		return code
 	}
@@ -84,7 +90,8 @@ func benchCommand(args []string, stdout, stderr *os.File) int {
 	}
 	opts := loadgen.Options{Mode: mode, Calls: *calls, Concurrency: *concurrency, Sessions: *sessions,
 		Tool: *tool, Args: json.RawMessage(*argsJSON), Rate: *rate, Duration: *duration, Interval: *interval,
-		PID: *pid, Timeout: *timeout, CallTimeout: *callTimeout, ProtocolVersion: *version, Stateless: *stateless}
+		PID: *pid, Timeout: *timeout, CallTimeout: *callTimeout, ProtocolVersion: *version, Stateless: *stateless,
+		RouteVia: *routeVia}
 	switch {
 	case *stdio != "" && fs.NArg() > 0:
 		return usageErr("give --stdio or a command after --, not both")
@@ -167,6 +174,7 @@ func unauthorizedHint(err error, tokenEnv string) string {
 type benchFlagValues struct {
 	url                                      *urlsFlag
 	stdio, tokenEnv, tool, argsJSON, version *string
+	routeVia                                 *string
 	calls, concurrency, sessions, pid        *int
 	rate                                     *float64
 	duration, interval, timeout, callTimeout *time.Duration
@@ -194,6 +202,7 @@ func benchFlags() (*flag.FlagSet, benchFlagValues) {
 	f.timeout = fs.Duration("timeout", loadgen.DefaultTimeout, "a bound on the whole run, a `DURATION`")
 	f.callTimeout = fs.Duration("call-timeout", loadgen.DefaultCallTimeout, "a bound on one call, a `DURATION`")
 	f.stateless = fs.Bool("stateless", false, "over --http, call without a session: server/discover, then 2026-07-28 tools/calls (see above)")
+	f.routeVia = fs.String("route-via", "", "send the calls to `URL` (another node of a cluster), the sessions still opened at --http")
 	f.version = fs.String("protocol-version", "", "the protocol `VERSION` offered in initialize (default 2025-06-18; with --stateless, the version the calls speak, default 2026-07-28)")
 	f.asJSON = fs.Bool("json", false, "print the report as JSON")
 	f.serverStderr = fs.Bool("server-stderr", false, "pass a stdio server's stderr through (default: discarded)")

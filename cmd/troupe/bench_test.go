@@ -35,6 +35,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--http", "http://127.0.0.1:1/mcp", "--http", "http://127.0.0.1:2/mcp", "--sessions", "1"}, "one session per URL"},
 		{[]string{"bench", "--http", "http://127.0.0.1:1/mcp", "--http", "http://127.0.0.1:2/mcp", "--concurrency", "1"}, "one caller per URL"},
 		{[]string{"bench", "--stdio", "x", "--sessions", "-1"}, "not negative"},
+		{[]string{"bench", "--http", "http://127.0.0.1:1/mcp", "--route-via", "127.0.0.1:2"}, "route via"},
+		{[]string{"bench", "--stateless", "--http", "http://127.0.0.1:1/mcp", "--route-via", "http://127.0.0.1:2/mcp"}, "no session to route"},
+		{[]string{"bench", "sessions", "--http", "http://127.0.0.1:1/mcp", "--route-via", "http://127.0.0.1:2/mcp"}, "makes no calls"},
 	} {
 		dir := t.TempDir()
 		stdout, stderr := tempFile(t, dir, "out"), tempFile(t, dir, "err")

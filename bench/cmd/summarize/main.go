@@ -1,7 +1,10 @@
 // Command summarize reads the JSON reports bench/run collected, laid out as
 // DIR/r<round>/<peer>/<measurement>.json, and prints the median of each
 // figure per peer and troupe's ratio to every other peer, per round and as
-// the median of the rounds.
+// the median of the rounds; then troupe's own tables: its process costs
+// (DIR/r<round>/process) and its cluster (DIR/r<round>/cluster, the hop
+// between nodes; DIR/cluster, the idle sessions one and three nodes hold).
+// With -peers "" (bench/run's ONLY=cluster) only troupe's tables.
 package main
 
 import (
@@ -39,6 +42,12 @@ type report struct {
 	SessionsOpened  int    `json:"sessions_opened"`
 	BytesPerSession int64  `json:"bytes_per_session"`
 	Aborted         string `json:"aborted"`
+	// PerURL is each URL's share of a run over several (the cluster's
+	// idle sessions per node).
+	PerURL []struct {
+		URL      string `json:"url"`
+		Sessions int    `json:"sessions"`
+	} `json:"per_url"`
 }
 
 // metric is one row of the table: which report, which figure, and whether
@@ -101,7 +110,10 @@ func run(args []string, w, stderr io.Writer) int {
 		return 2
 	}
 	dir := fs.Arg(0)
-	peers := strings.Split(*peersFlag, ",")
+	var peers []string
+	if *peersFlag != "" {
+		peers = strings.Split(*peersFlag, ",")
+	}
 
 	roundDirs, _ := filepath.Glob(filepath.Join(dir, "r*"))
 	var rounds []int
@@ -115,10 +127,27 @@ func run(args []string, w, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "summarize: no rounds under", dir)
 		return 1
 	}
+	var problems []string
+	if len(peers) > 0 {
+		problems = peerTables(w, dir, peers, rounds)
+	}
+	problems = append(problems, processTable(w, dir, rounds)...)
+	problems = append(problems, clusterTables(w, dir, rounds)...)
+	if len(problems) > 0 {
+		fmt.Fprintln(w, "\nProblems:")
+		for _, p := range problems {
+			fmt.Fprintln(w, "  "+p)
+		}
+	}
+	return 0
+}
+
+// peerTables prints the peers' medians and troupe's ratios to each, and
+// returns the problems it met.
+func peerTables(w io.Writer, dir string, peers []string, rounds []int) (problems []string) {
 
 	// val[metric][peer][round index] = value (NaN when missing).
 	val := make([][][]float64, len(metrics))
-	var problems []string
 	seen := map[string]bool{}
 	for mi, m := range metrics {
 		val[mi] = make([][]float64, len(peers))
@@ -192,16 +221,7 @@ func run(args []string, w, stderr io.Writer) int {
 		}
 		tw.Flush()
 	}
-
-	problems = append(problems, processTable(w, dir, rounds)...)
-
-	if len(problems) > 0 {
-		fmt.Fprintln(w, "\nProblems:")
-		for _, p := range problems {
-			fmt.Fprintln(w, "  "+p)
-		}
-	}
-	return 0
+	return problems
 }
 
 // statelessVersion is the revision the stateless rows are meant to
@@ -250,9 +270,9 @@ func format(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "-"
-	case v >= 100:
+	case math.Abs(v) >= 100:
 		return group(int64(math.Round(v)))
-	case v >= 10:
+	case math.Abs(v) >= 10:
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
@@ -268,6 +288,9 @@ func ratio(v float64) string {
 
 // group writes n with thousands separators.
 func group(n int64) string {
+	if n < 0 {
+		return "-" + group(-n)
+	}
 	s := strconv.FormatInt(n, 10)
 	var b strings.Builder
 	for i, c := range s {
@@ -340,6 +363,110 @@ func processTable(w io.Writer, dir string, rounds []int) (problems []string) {
 		}
 		fmt.Fprintf(tw, "%s\t\n", format(median(vals)))
 	}
+	tw.Flush()
+	return problems
+}
+
+// hopRow is one row of the cluster's hop table: a figure of the calls sent
+// to the node that owns their sessions ("local"), of those sent to
+// another node that forwards them ("forwarded"), or forwarded − local.
+type hopRow struct {
+	name string
+	file string // hop_local or hop_forwarded; "" for the difference
+	get  func(*report) float64
+}
+
+func p99(r *report) float64 { return r.Latency.P99 }
+
+var hopRows = []hopRow{
+	{name: "sent to the owner, p50 µs", file: "hop_local", get: p50},
+	{name: "sent to another node, p50 µs", file: "hop_forwarded", get: p50},
+	{name: "added by the hop, p50 µs", get: p50},
+	{name: "sent to the owner, p99 µs", file: "hop_local", get: p99},
+	{name: "sent to another node, p99 µs", file: "hop_forwarded", get: p99},
+	{name: "added by the hop, p99 µs", get: p99},
+	{name: "sent to the owner, calls/s", file: "hop_local", get: func(r *report) float64 { return r.CallsPerSec }},
+	{name: "sent to another node, calls/s", file: "hop_forwarded", get: func(r *report) float64 { return r.CallsPerSec }},
+}
+
+// clusterTables prints troupe's cluster figures, when bench/run measured
+// them: the hop between nodes per round, and the idle sessions one and
+// three nodes hold at the same cap. It returns the problems it met.
+func clusterTables(w io.Writer, dir string, rounds []int) (problems []string) {
+	seen := map[string]bool{}
+	load1 := func(path string) *report {
+		rep, err := load(path)
+		if err == nil && rep.OK == 0 && rep.SessionsOpened == 0 {
+			err = fmt.Errorf("nothing succeeded %v %s", rep.Errors, rep.Aborted)
+		}
+		if err != nil {
+			if !seen[path] {
+				problems = append(problems, fmt.Sprintf("cluster %s: %v", strings.TrimPrefix(path, dir+"/"), err))
+			}
+			seen[path] = true
+			return nil
+		}
+		if !seen[path] && rep.SessionsOpened == 0 && (errCount(rep) > 0 || rep.Aborted != "") {
+			problems = append(problems, fmt.Sprintf("cluster %s: %d failed calls %v %s",
+				strings.TrimPrefix(path, dir+"/"), errCount(rep), rep.Errors, rep.Aborted))
+		}
+		seen[path] = true
+		return rep
+	}
+	if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("r%d", rounds[0]), "cluster")); err == nil {
+		fmt.Fprintf(w, "\ntroupe's cluster: a call sent to the node that owns its session, and to another node that forwards it (per round, and median of the rounds)\n\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "metric\t")
+		for _, r := range rounds {
+			fmt.Fprintf(tw, "r%d\t", r)
+		}
+		fmt.Fprintln(tw, "median\t")
+		get := func(r int, file string, f func(*report) float64) float64 {
+			rep := load1(filepath.Join(dir, fmt.Sprintf("r%d", r), "cluster", file+".json"))
+			if rep == nil {
+				return math.NaN()
+			}
+			return f(rep)
+		}
+		for _, row := range hopRows {
+			fmt.Fprintf(tw, "%s\t", row.name)
+			vals := make([]float64, len(rounds))
+			for i, r := range rounds {
+				if row.file != "" {
+					vals[i] = get(r, row.file, row.get)
+				} else {
+					vals[i] = get(r, "hop_forwarded", row.get) - get(r, "hop_local", row.get)
+				}
+				fmt.Fprintf(tw, "%s\t", format(vals[i]))
+			}
+			fmt.Fprintf(tw, "%s\t\n", format(median(vals)))
+		}
+		tw.Flush()
+	}
+	capDir := filepath.Join(dir, "cluster")
+	if _, err := os.Stat(capDir); err != nil {
+		return problems
+	}
+	one, three := load1(filepath.Join(capDir, "cap_1node.json")), load1(filepath.Join(capDir, "cap_3nodes.json"))
+	fmt.Fprintf(w, "\ntroupe's cluster: idle sessions held at the same cap a node (http.max_sessions), each run asked for more\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	held := func(r *report) float64 {
+		if r == nil {
+			return math.NaN()
+		}
+		return float64(r.SessionsOpened)
+	}
+	fmt.Fprintf(tw, "one node\t%s\t\n", format(held(one)))
+	perNode := ""
+	if three != nil && len(three.PerURL) > 0 {
+		var parts []string
+		for _, u := range three.PerURL {
+			parts = append(parts, strconv.Itoa(u.Sessions))
+		}
+		perNode = " (" + strings.Join(parts, " + ") + ")"
+	}
+	fmt.Fprintf(tw, "three nodes\t%s%s\t\n", format(held(three)), perNode)
+	fmt.Fprintf(tw, "three nodes ÷ one node\t%s\t\n", ratio(held(three)/held(one)))
 	tw.Flush()
 	return problems
 }
