@@ -143,7 +143,7 @@ func Start(opts Options) (*Node, error) {
 	if opts.Advertise != "" {
 		ropts = append(ropts, remote.WithAdvertisedHost(opts.Advertise))
 	}
-	provider := &etcdProvider{endpoints: opts.EtcdEndpoints, timeout: opts.JoinTimeout}
+	provider := &etcdProvider{endpoints: opts.EtcdEndpoints, timeout: opts.JoinTimeout, log: log}
 	cfg := pcluster.Configure(opts.Name, provider, disthash.New(), remote.Configure(host, port, ropts...))
 	n.cluster = pcluster.New(n.system, cfg)
 	n.sub = n.system.EventStream.Subscribe(n.event)

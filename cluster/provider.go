@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ const etcdKeyPrefix = "/protoactor"
 type etcdProvider struct {
 	endpoints []string
 	timeout   time.Duration
+	log       *slog.Logger
 	inner     *etcd.Provider
 }
 
@@ -48,12 +50,32 @@ func (p *etcdProvider) StartClient(*pcluster.Cluster) error {
 
 // Shutdown implements pcluster.ClusterProvider: the member's key is
 // deleted, so the others drop it at once instead of at the lease's end.
+//
+// The library deletes the key without a deadline, which waits forever
+// while etcd is away: the wait is bounded by leaveTimeout, and the others
+// then drop this node when its lease ends instead.
 func (p *etcdProvider) Shutdown(graceful bool) error {
 	if p.inner == nil {
 		return nil
 	}
-	return p.inner.Shutdown(graceful)
+	done := make(chan error, 1)
+	go func() { done <- p.inner.Shutdown(graceful) }() // ends when etcd answers, or with the process
+	t := time.NewTimer(leaveTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		if p.log != nil {
+			p.log.Warn("cluster: etcd did not answer while leaving; the others drop this node when its lease ends",
+				"waited", leaveTimeout)
+		}
+		return fmt.Errorf("etcd did not answer within %s", leaveTimeout)
+	}
 }
+
+// leaveTimeout bounds the wait for etcd when a node leaves.
+const leaveTimeout = 3 * time.Second
 
 // reachable asks etcd for the cluster's keys within the provider's timeout.
 func (p *etcdProvider) reachable() error {

@@ -469,3 +469,33 @@ func etcdMemberKeys(t *testing.T, c *testCluster) []string {
 	}
 	return ids
 }
+
+// TestClusterNodeStopsWhileEtcdIsAway: SIGTERM to a node while etcd is
+// unreachable still ends it, with status 0, within the shutdown grace and
+// the bound on leaving (the library's deregistration waits on etcd without
+// a deadline).
+func TestClusterNodeStopsWhileEtcdIsAway(t *testing.T) {
+	c := newTestCluster(t, "")
+	n := c.startNode()
+	c.etcd.stop()
+	for n.ready() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd, exited := n.process()
+	n.mu.Lock()
+	n.stopping = true
+	n.mu.Unlock()
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("exit %v after SIGTERM; log:\n%s", cmd.ProcessState, n.log)
+		}
+		t.Logf("exited %v after SIGTERM", time.Since(start).Round(100*time.Millisecond))
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("a node did not exit within 30 s of SIGTERM while etcd was away; log:\n%s", n.log)
+	}
+}
