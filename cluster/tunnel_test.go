@@ -236,3 +236,26 @@ func TestForwardAnswers500WhenTheOwnersHandlerPanics(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 }
+
+// BenchmarkForward is one JSON request carried to another node and its
+// answer back, over two remotes on loopback: the tunnel's own cost, which
+// bench/run's cluster part measures with troupe's sessions around it.
+func BenchmarkForward(b *testing.B) {
+	t := &testing.T{}
+	owner := testNode(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}))
+	front := testNode(t, nil)
+	knows(front, owner)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		if err := front.Forward(rec, req, body, owner.self); err != nil || rec.Code != http.StatusOK {
+			b.Fatal(err, rec.Code)
+		}
+	}
+}
