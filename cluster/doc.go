@@ -21,6 +21,6 @@
 //
 // A Node also keeps the cluster healthy from its side (watchdog.go): it
 // leaves, and its process exits to be restarted with a new identity, when
-// the cluster has blocked it or etcd and the membership disagree about it
-// for longer than a moment, the split the library cannot heal by itself.
+// it is the odd one out of a split the library cannot heal by itself
+// (etcd lost it, most peers do not see it, or none answers it).
 package cluster
