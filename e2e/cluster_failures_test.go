@@ -479,8 +479,7 @@ streaming = true
 	owned := map[*clusterNode][]string{}
 	start := func() {
 		tmp := t.TempDir()
-		t.Setenv("TMPDIR", tmp)
-		n := c.startNode()
+		n := c.startNodeEnv([]string{"TMPDIR=" + tmp})
 		nodes, tmps = append(nodes, n), append(tmps, tmp)
 		owned[n] = []string{n.initialize(t), n.initialize(t)}
 	}

@@ -205,14 +205,36 @@ type testCluster struct {
 	workspace string
 	config    string // the config file every node reads
 	token     string
+
+	mu    sync.Mutex
+	nodes []*clusterNode // started by startNode, stopped together at the end
+}
+
+// stopAll stops every node at once (each leave takes the library about
+// 2 s: one after another, they would add up), before etcd stops.
+func (c *testCluster) stopAll() {
+	c.mu.Lock()
+	nodes := c.nodes
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() { n.stop(c.t) })
+	}
+	wg.Wait()
 }
 
 // clusterConfig is the [cluster]-less part of the nodes' config; extra
 // TOML is appended (command tools, approvals).
+//
+// The cluster tests run beside each other (two at a time with go test's
+// default -parallel on two cores), after the package's serial tests: each
+// has its own etcd and ports.
 func newTestCluster(t *testing.T, extra string) *testCluster {
 	t.Helper()
+	t.Parallel()
 	c := &testCluster{t: t, etcd: startEtcd(t), workspace: t.TempDir(), token: newToken(t)}
 	dir := t.TempDir()
+	t.Cleanup(c.stopAll) // before etcd and the directories go
 	ca, cert, key := clusterCerts(t, dir)
 	c.config = filepath.Join(dir, "troupe.toml")
 	cfg := fmt.Sprintf(`[approvals]
@@ -247,6 +269,7 @@ type clusterNode struct {
 	url       string
 	remote    string // host:port of node-to-node traffic
 	extra     []string
+	env       []string // added to the process's environment
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	log       *lockedWriter
@@ -261,13 +284,20 @@ type clusterNode struct {
 // tests run clusters on the same machine) is retried with new ports.
 func (c *testCluster) startNode(extra ...string) *clusterNode {
 	c.t.Helper()
+	return c.startNodeEnv(nil, extra...)
+}
+
+// startNodeEnv is startNode with variables added to the node's
+// environment (NAME=value).
+func (c *testCluster) startNodeEnv(env []string, extra ...string) *clusterNode {
+	c.t.Helper()
 	for attempt := 1; ; attempt++ {
 		hp, err1 := clusterPort()
 		rp, err2 := clusterPort()
 		if err1 != nil || err2 != nil {
 			c.t.Fatal(err1, err2)
 		}
-		n := &clusterNode{c: c, http: "127.0.0.1:" + strconv.Itoa(hp), remote: "127.0.0.1:" + strconv.Itoa(rp), extra: extra,
+		n := &clusterNode{c: c, http: "127.0.0.1:" + strconv.Itoa(hp), remote: "127.0.0.1:" + strconv.Itoa(rp), extra: extra, env: env,
 			log: &lockedWriter{b: &strings.Builder{}}}
 		n.url = "http://" + n.http + "/mcp"
 		n.spawn()
@@ -283,7 +313,9 @@ func (c *testCluster) startNode(extra ...string) *clusterNode {
 			n.stop(c.t)
 			c.t.Fatalf("node %s did not become ready; its log:\n%s", n.http, n.log)
 		}
-		c.t.Cleanup(func() { n.stop(c.t) })
+		c.mu.Lock()
+		c.nodes = append(c.nodes, n)
+		c.mu.Unlock()
 		return n
 	}
 }
@@ -297,7 +329,7 @@ func (n *clusterNode) args() []string {
 // on its own is started again after a second.
 func (n *clusterNode) spawn() {
 	cmd := exec.Command(clusterBinary(n.c.t), n.args()...)
-	cmd.Env = append(withoutVar(os.Environ(), tokenEnv), tokenEnv+"="+n.c.token)
+	cmd.Env = append(append(withoutVar(os.Environ(), tokenEnv), tokenEnv+"="+n.c.token), n.env...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	exited := make(chan struct{})
 	if err := cmd.Start(); err != nil {
