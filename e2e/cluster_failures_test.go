@@ -24,45 +24,6 @@ import (
 	"time"
 )
 
-// clusterClient sends the requests of these tests without keep-alive, so
-// that no idle connection stays open in a node (and counts among its
-// goroutines and fds) after a request.
-var clusterClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-
-// send makes one request to node n's /mcp in session sid ("" for none),
-// with the token and the session's protocol version; extra are header
-// name/value pairs. The caller reads and closes the body.
-func (n *clusterNode) send(method, sid string, body any, extra ...string) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, n.url, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+n.c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-	}
-	if method == http.MethodGet {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		req.Header.Set(extra[i], extra[i+1])
-	}
-	return clusterClient.Do(req)
-}
-
 // sseEvent is one server-sent event.
 type sseEvent struct {
 	id   string

@@ -450,21 +450,50 @@ func (r mcpReply) last() map[string]any {
 	return r.messages[len(r.messages)-1]
 }
 
-// post sends one JSON-RPC message to node n in session sid ("" for none).
-func (n *clusterNode) post(t *testing.T, sid string, msg any) mcpReply {
-	t.Helper()
-	body, _ := json.Marshal(msg)
-	req, _ := http.NewRequest(http.MethodPost, n.url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+// clusterClient sends the requests of these tests without keep-alive, so
+// that no idle connection stays open in a node (and counts among its
+// goroutines and fds) after a request. A request and its streamed answer
+// take 90 s at most.
+var clusterClient = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: 90 * time.Second}
+
+// send makes one request to node n's /mcp in session sid ("" for none),
+// with the token and the session's protocol version; extra are header
+// name/value pairs. The caller reads and closes the body.
+func (n *clusterNode) send(method, sid string, body any, extra ...string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, n.url, rd)
+	if err != nil {
+		return nil, err
+	}
 	req.Header.Set("Authorization", "Bearer "+n.c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	if method == http.MethodGet {
+		req.Header.Set("Accept", "text/event-stream")
+	}
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 60 * time.Second}
-	defer client.CloseIdleConnections() // no connection stays open in the node (its goroutines, its fds)
-	resp, err := client.Do(req)
+	for i := 0; i+1 < len(extra); i += 2 {
+		req.Header.Set(extra[i], extra[i+1])
+	}
+	return clusterClient.Do(req)
+}
+
+// post sends one JSON-RPC message to node n in session sid ("" for none).
+func (n *clusterNode) post(t *testing.T, sid string, msg any) mcpReply {
+	t.Helper()
+	resp, err := n.send(http.MethodPost, sid, msg)
 	if err != nil {
 		t.Fatalf("POST to %s: %v", n.http, err)
 	}
@@ -497,4 +526,23 @@ func (n *clusterNode) post(t *testing.T, sid string, msg any) mcpReply {
 func (n *clusterNode) initialize(t *testing.T) string {
 	t.Helper()
 	return n.initializeAs(t, map[string]any{})
+}
+
+// statelessSend sends one 2026-07-28 request (raw JSON-RPC, with the
+// headers the revision requires; name is Mcp-Name) to node n and returns
+// the status and the answer.
+func (n *clusterNode) statelessSend(t *testing.T, method, name, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := n.send(http.MethodPost, "", json.RawMessage(body),
+		"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", method, "Mcp-Name", name)
+	if err != nil {
+		t.Fatalf("POST to %s: %v", n.http, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(raw), &m); err != nil {
+		return resp.StatusCode, map[string]any{"notJSON": string(raw)}
+	}
+	return resp.StatusCode, m
 }

@@ -318,7 +318,7 @@ func tryInitialize(n *clusterNode) (string, error) {
 	body := map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
 		"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "cluster-e2e", "version": "1"}}}
-	resp, err := rawPost(n, "", body)
+	resp, err := n.send(http.MethodPost, "", body)
 	if err != nil {
 		return "", err
 	}
@@ -335,26 +335,13 @@ func tryInitialize(n *clusterNode) (string, error) {
 }
 
 func tryPost(n *clusterNode, sid string, msg any) (int, error) {
-	resp, err := rawPost(n, sid, msg)
+	resp, err := n.send(http.MethodPost, sid, msg)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
 	_, _ = bytes.NewBuffer(nil).ReadFrom(resp.Body)
 	return resp.StatusCode, nil
-}
-
-func rawPost(n *clusterNode, sid string, msg any) (*http.Response, error) {
-	body, _ := json.Marshal(msg)
-	req, _ := http.NewRequest(http.MethodPost, n.url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+n.c.token)
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	}
-	return loopbackClient.Do(req)
 }
 
 // readyStatus is /readyz's status (0 when the node does not answer).

@@ -1,41 +1,12 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 )
-
-// statelessSend sends one 2026-07-28 request (raw JSON-RPC, with the
-// headers the revision requires; name is Mcp-Name) to node n and returns
-// the status and the answer.
-func (n *clusterNode) statelessSend(t *testing.T, method, name, body string) (int, map[string]any) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, n.url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+n.c.token)
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 60 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("POST to %s: %v", n.http, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if err := json.Unmarshal(bytes.TrimSpace(raw), &m); err != nil {
-		return resp.StatusCode, map[string]any{"notJSON": string(raw)}
-	}
-	return resp.StatusCode, m
-}
 
 // outputLink is the troupe://output/… link of a tools/call answer's
 // stdout.

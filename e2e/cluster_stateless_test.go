@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,32 +9,6 @@ import (
 	"testing"
 	"time"
 )
-
-// statelessPost sends one 2026-07-28 tools/call of tool (raw JSON-RPC,
-// the headers the revision requires) to node n and returns the status and
-// the answer.
-func (n *clusterNode) statelessPost(t *testing.T, tool, body string) (int, map[string]any) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, n.url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+n.c.token)
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 60 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("POST to %s: %v", n.http, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if err := json.Unmarshal(bytes.TrimSpace(raw), &m); err != nil {
-		return resp.StatusCode, map[string]any{"notJSON": string(raw)}
-	}
-	return resp.StatusCode, m
-}
 
 // markerLines counts the lines of the marker file (0 when it is not there).
 func markerLines(t *testing.T, path string) int {
@@ -78,7 +49,7 @@ requires_approval = true
 	call := func(id int, extra string) string {
 		return modernRequest(fmt.Sprint(id), "tools/call", `"name":"mark","arguments":{}`+extra)
 	}
-	status, m := a.statelessPost(t, "mark", call(1, ""))
+	status, m := a.statelessSend(t, "tools/call", "mark", call(1, ""))
 	if status != http.StatusOK {
 		t.Fatalf("first round on A: %d %v", status, m)
 	}
@@ -88,7 +59,7 @@ requires_approval = true
 	}
 
 	retry := call(2, mrtrRetry(state, "once"))
-	status, m = b.statelessPost(t, "mark", retry)
+	status, m = b.statelessSend(t, "tools/call", "mark", retry)
 	if status != http.StatusOK || !strings.Contains(resultText(t, m), "marked") {
 		t.Fatalf("the retry on B: %d %v", status, m)
 	}
@@ -96,7 +67,7 @@ requires_approval = true
 		t.Fatalf("after the approved retry the marker has %d lines, want 1", n)
 	}
 
-	status, m = cn.statelessPost(t, "mark", retry)
+	status, m = cn.statelessSend(t, "tools/call", "mark", retry)
 	if status != http.StatusOK {
 		t.Fatalf("the replay on C: status %d %v", status, m)
 	}
@@ -109,12 +80,12 @@ requires_approval = true
 	}
 
 	// A state whose node has left: the round must start again.
-	_, m = a.statelessPost(t, "mark", call(3, ""))
+	_, m = a.statelessSend(t, "tools/call", "mark", call(3, ""))
 	state = inputRequiredState(t, m, false)
 	a.kill9()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		status, m = b.statelessPost(t, "mark", call(4, mrtrRetry(state, "once")))
+		status, m = b.statelessSend(t, "tools/call", "mark", call(4, mrtrRetry(state, "once")))
 		if e, ok := m["error"].(map[string]any); ok && e["code"] == float64(-32602) {
 			break
 		}
