@@ -282,14 +282,7 @@ func (n *Node) hello(m Member) (*wire.Fingerprint, error) {
 // closes or the watchdog says it must leave.
 func (n *Node) watch() {
 	var w watchdog
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-tick.C:
-		}
+	n.every(time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		ids, err := etcdMembers(ctx, n.etcd, n.opts.Name)
 		cancel()
@@ -303,6 +296,23 @@ func (n *Node) watch() {
 			if n.opts.Lost != nil {
 				n.opts.Lost(v.leave)
 			}
+			return false
+		}
+		return true
+	})
+}
+
+// every runs f every d until the node closes or f returns false.
+func (n *Node) every(d time.Duration, f func() bool) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		}
+		if !f() {
 			return
 		}
 	}
@@ -316,14 +326,7 @@ const greetEvery = 2 * time.Second
 // greet greets every member every greetEvery until the node closes.
 func (n *Node) greet(done chan<- struct{}) {
 	defer close(done)
-	tick := time.NewTicker(greetEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-tick.C:
-		}
+	n.every(greetEvery, func() bool {
 		for _, m := range n.topology.Load().Members {
 			if m.ID == n.self {
 				continue
@@ -337,7 +340,8 @@ func (n *Node) greet(done chan<- struct{}) {
 				n.log.Warn("cluster: a member's config differs from this node's", "member", m.ID, "sections", diff)
 			}
 		}
-	}
+		return true
+	})
 }
 
 // peerViews are the peers' last answers, for the watchdog.
