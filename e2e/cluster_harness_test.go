@@ -82,6 +82,13 @@ func clusterPort() (int, error) {
 	return freePort()
 }
 
+// dieWithTheTests makes a process the tests start end with the test
+// binary even when it cannot clean up (a panic, a timeout's exit): an etcd
+// or a node left running would hold ports and disk for the next run.
+func dieWithTheTests() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
 // etcdServer is Debian's etcd (3.4) serving one member on loopback.
 type etcdServer struct {
 	dir, client, peer string
@@ -119,6 +126,7 @@ func (e *etcdServer) start(t *testing.T) {
 		"--listen-peer-urls", "http://"+e.peer, "--initial-advertise-peer-urls", "http://"+e.peer,
 		"--initial-cluster", "e2e=http://"+e.peer, "--log-level", "warn")
 	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
+	e.cmd.SysProcAttr = dieWithTheTests()
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -331,6 +339,7 @@ func (n *clusterNode) spawn() {
 	cmd := exec.Command(clusterBinary(n.c.t), n.args()...)
 	cmd.Env = append(append(withoutVar(os.Environ(), tokenEnv), tokenEnv+"="+n.c.token), n.env...)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
+	cmd.SysProcAttr = dieWithTheTests()
 	exited := make(chan struct{})
 	if err := cmd.Start(); err != nil {
 		n.c.t.Fatal(err)
