@@ -108,7 +108,7 @@ func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Reque
 	}
 	if shared {
 		// A caller's output may be read through any node of a cluster:
-		// its links name this one (spool.NodeOf, Host.OutputKeeper).
+		// its links name this one (spool.NodeOf, Host.NodeFor).
 		inv.call.node = s.opts.callers.self()
 	}
 	if req.Era == protocol.EraStateless {

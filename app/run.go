@@ -217,12 +217,9 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	if node != nil {
 		a.obs.setCluster(node)
-		// Approval states name the node that seals them from now on, and
-		// only this node's open here: once holds across the cluster, and
-		// the front sends a retry to its state's node (mcphttp/cluster.go).
-		a.approvals.SetNode(node.Self())
-		// So do the links to the output of 2026-07-28 calls: the front
-		// sends a read of one to the node that keeps the output.
+		// Approval states and the links to the output of 2026-07-28 calls
+		// name the node from now on: the front sends a retry or a read to
+		// the node that can serve it (mcphttp/cluster.go).
 		host.SetNode(node.Self())
 		defer node.Close() // after the front has drained: the node's sessions have ended
 	}

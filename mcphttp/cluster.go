@@ -74,54 +74,35 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// routeState forwards a 2026-07-28 retry whose requestState another node
-// issued to that node, and reports whether it did (or answered it). Only
-// the issuer can redeem the state: it alone remembers whether it was used
-// (a node refuses another's states), so the retry runs once whichever
-// front it reached. The host reads the node from the state the edge
-// decoded, after authenticating it; the body forwarded is the message as
-// the client sent it, and the issuer checks everything again. A state
-// whose node has left the cluster is refused: its round must start again.
-func (h *Handler) routeState(w http.ResponseWriter, r *http.Request, m message) bool {
+// routeStateless forwards a 2026-07-28 request that only another node
+// can serve, and reports whether it did (or answered it): a tools/call
+// retry whose requestState another node issued (only the issuer remembers
+// whether the state was used, so the retry runs once whichever front it
+// reached), and a resources/read of a call's output another node keeps
+// (its files are there alone). The host names the node from the params
+// the edge decoded (Host.NodeFor), after authenticating a state. The body
+// forwarded is the message as the client sent it, with its credential: the
+// other node checks everything again, so a caller redeems and reads only
+// its own. A node that has left took its states and outputs with it.
+func (h *Handler) routeStateless(w http.ResponseWriter, r *http.Request, m message) bool {
 	c := h.opts.Cluster
 	if c == nil || forwarded(r) {
 		return false
 	}
-	member, local := h.host.StateIssuer(m.req)
+	member, local := h.host.NodeFor(m.req)
 	if local {
 		return false
 	}
 	if err := c.Forward(w, r, m.raw, member); err != nil {
-		h.log.Info("2026-07-28 retry refused: the node that issued its requestState has left the cluster", "member", member)
-		h.statelessError(w, http.StatusOK, m.req.ID, protocol.CodeInvalidParams,
-			"invalid params: requestState: the troupe node that issued it has left the cluster, and no other node "+
-				"can redeem it; the tool was not run. Call it again without requestState to be asked anew.", nil)
-	}
-	return true
-}
-
-// routeOutput forwards a 2026-07-28 resources/read of a call's spooled
-// output to the node that ran the call, and reports whether it did (or
-// answered it). The output's files are on that node alone; its links name
-// it (spool.NodeOf), and the host reads the uri the edge decoded. The body
-// forwarded is the message as the client sent it, with its credential:
-// the keeper checks the read as any other, so a caller reads only its own
-// output whichever front it reached. An output whose node has left the
-// cluster went with it.
-func (h *Handler) routeOutput(w http.ResponseWriter, r *http.Request, m message) bool {
-	c := h.opts.Cluster
-	if c == nil || forwarded(r) {
-		return false
-	}
-	member, local := h.host.OutputKeeper(m.req)
-	if local {
-		return false
-	}
-	if err := c.Forward(w, r, m.raw, member); err != nil {
-		h.log.Info("2026-07-28 output read refused: the node that kept the output has left the cluster", "member", member)
-		h.statelessError(w, http.StatusOK, m.req.ID, protocol.CodeInvalidParams,
-			"resource not found: the output was kept by a troupe node that has left the cluster, and went with it; "+
-				"call the tool again to see its output.", nil)
+		msg := "resource not found: the output was kept by a troupe node that has left the cluster, and went with it; " +
+			"call the tool again to see its output."
+		if m.req.Method == protocol.MethodToolsCall {
+			msg = "invalid params: requestState: the troupe node that issued it has left the cluster, and no other node " +
+				"can redeem it; the tool was not run. Call it again without requestState to be asked anew."
+		}
+		h.log.Info("2026-07-28 request refused: the node that can serve it has left the cluster",
+			"method", m.req.Method, "member", member)
+		h.statelessError(w, http.StatusOK, m.req.ID, protocol.CodeInvalidParams, msg, nil)
 	}
 	return true
 }

@@ -79,11 +79,8 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m messag
 		return
 	}
 	m.req.Name, m.req.Named = name, named
-	if h.routeState(w, r, m) {
-		return // another node issued the request's state (cluster.go)
-	}
-	if h.routeOutput(w, r, m) {
-		return // another node keeps the output the request reads (cluster.go)
+	if h.routeStateless(w, r, m) {
+		return // another node issued the request's state, or keeps the output it reads (cluster.go)
 	}
 	if m.req.Method == protocol.MethodSubscriptionsListen && !acceptSSE {
 		h.refuse(w, http.StatusNotAcceptable, "subscriptions/listen answers with an event stream: Accept must include text/event-stream")
