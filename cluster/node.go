@@ -47,8 +47,8 @@ type Options struct {
 	// (default: Logger). nil discards.
 	Logger, RuntimeLogger *slog.Logger
 	// Lost is called once, on the watchdog's goroutine, when the node must
-	// leave the cluster (it was blocked, or etcd and the membership disagree
-	// about it): the process should end and be started again as a new node.
+	// leave the cluster (it is the odd one out of a split: watchdog.go):
+	// the process should end and be started again as a new node.
 	Lost func(error)
 	// JoinTimeout bounds the wait for etcd at start (default 10 s).
 	JoinTimeout time.Duration
@@ -403,7 +403,6 @@ type Status struct {
 	Self    string
 	Ready   bool
 	Members []MemberStatus
-	Blocked []string
 }
 
 // Status returns the node's view of the cluster, for /status.
@@ -417,7 +416,6 @@ func (n *Node) Status() Status {
 		rtt, _ := n.hops.get(m.ID)
 		s.Members = append(s.Members, MemberStatus{ID: m.ID, Address: m.Address, Self: m.ID == n.self, RTT: rtt})
 	}
-	s.Blocked = t.Blocked
 	return s
 }
 

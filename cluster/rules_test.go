@@ -33,7 +33,6 @@ func TestSessionIDsNameTheirOwner(t *testing.T) {
 func TestTopologyFromAnEvent(t *testing.T) {
 	topo := topologyOf(&pcluster.ClusterTopology{
 		Members: []*pcluster.Member{{Id: "troupe@b", Host: "127.0.0.1", Port: 7002}, {Id: "troupe@a", Host: "::1", Port: 7001}},
-		Blocked: []string{"troupe@z"},
 	})
 	if got := topo.IDs(); len(got) != 2 || got[0] != "a" || got[1] != "b" {
 		t.Fatalf("ids %v", got)
@@ -41,11 +40,11 @@ func TestTopologyFromAnEvent(t *testing.T) {
 	if a, ok := topo.Address("a"); !ok || a != "[::1]:7001" {
 		t.Fatalf("address of a: %q %v", a, ok)
 	}
-	if topo.Has("z") || !topo.IsBlocked("z") || topo.IsBlocked("a") {
-		t.Fatal("blocked members are not live, live ones are not blocked")
+	if topo.Has("z") {
+		t.Fatal("a member that is not in the event is not live")
 	}
 	var none *Topology
-	if none.Has("a") || none.IsBlocked("a") || none.IDs() != nil {
+	if none.Has("a") || none.IDs() != nil {
 		t.Fatal("a nil topology knows nobody")
 	}
 }
@@ -61,8 +60,6 @@ func topo(ids ...string) *Topology {
 func TestWatchdogRule(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	blocked := topo("a", "b")
-	blocked.Blocked = []string{"a"}
 	// peers says, for each id, that it answered at the look's time and
 	// whether it sees "a".
 	peers := func(now time.Time, sees map[string]bool) map[string]peerView {
@@ -83,8 +80,6 @@ func TestWatchdogRule(t *testing.T) {
 		{name: "agreeing", looks: []facts{{now: at(0), self: "a", topology: topo("a", "b"), etcd: []string{"b", "a"},
 			peers: peers(at(0), map[string]bool{"b": true})}}, ready: true},
 		{name: "not joined yet", looks: []facts{{now: at(0), self: "a", topology: topo("b"), etcd: ab}}},
-		{name: "blocked leaves at once", looks: []facts{{now: at(0), self: "a", topology: blocked, etcd: ab}},
-			leave: "blocked"},
 		{name: "etcd away: not ready, never leaves", looks: []facts{
 			{now: at(0), self: "a", topology: topo("a", "b"), etcdErr: down},
 			{now: at(60), self: "a", topology: topo("a", "b"), etcdErr: down}}},

@@ -23,9 +23,6 @@ type Topology struct {
 	// Members are the live members, sorted by id, this node among them once
 	// it has joined.
 	Members []Member
-	// Blocked are the ids the cluster has blocked (it will not talk to them
-	// again; a blocked node must leave and come back as a new one).
-	Blocked []string
 	byID    map[string]string
 }
 
@@ -48,10 +45,6 @@ func topologyOf(ev *pcluster.ClusterTopology) *Topology {
 		t.byID[id] = addr
 	}
 	slices.SortFunc(t.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
-	for _, b := range ev.GetBlocked() {
-		t.Blocked = append(t.Blocked, memberID(b))
-	}
-	slices.Sort(t.Blocked)
 	return t
 }
 
@@ -69,15 +62,6 @@ func (t *Topology) Address(member string) (string, bool) {
 func (t *Topology) Has(member string) bool {
 	_, ok := t.Address(member)
 	return ok
-}
-
-// IsBlocked reports whether the cluster has blocked member.
-func (t *Topology) IsBlocked(member string) bool {
-	if t == nil {
-		return false
-	}
-	_, found := slices.BinarySearch(t.Blocked, member)
-	return found
 }
 
 // IDs are the live members' ids, sorted.

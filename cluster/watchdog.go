@@ -64,7 +64,9 @@ type verdict struct {
 // out leaves, never the healthy ones that dropped it: a node leaves when
 // etcd has lost it, when most peers do not see it, or when none answers
 // it. etcd disagreeing with the membership about OTHER members is that
-// other node's to resolve, and only a last resort here.
+// other node's to resolve, and only a last resort here. (The library's
+// block list is not in its ClusterTopology events, and reading it directly
+// races with gossip: a blocked node learns it from its peers' silence.)
 type watchdog struct {
 	missing, unseen, isolated, disagree clock
 	// joined is when each peer was first in the membership: a peer that
@@ -89,9 +91,6 @@ func (c *clock) hold(cond bool, now time.Time) time.Duration {
 
 // judge looks once.
 func (w *watchdog) judge(f facts) verdict {
-	if f.topology.IsBlocked(f.self) {
-		return verdict{leave: fmt.Errorf("the cluster has blocked this node (id %s)", f.self)}
-	}
 	others := w.othersOf(f)
 	if f.etcdErr != nil {
 		// etcd is away: nothing can be checked, nor may this node promise
