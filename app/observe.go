@@ -46,9 +46,6 @@ type observing struct {
 	// gateway are the gateway's tools (prompts.get, …), labelled by name
 	// in the metrics beside the registry's; set before serving.
 	gateway atomic.Pointer[tools.Registry]
-	// node is this process as a cluster node (nil: one process), for the
-	// page's members and the metrics' node label.
-	node atomic.Pointer[ClusterNode]
 
 	shutdown sync.Once
 	log      *slog.Logger
@@ -94,13 +91,7 @@ func (o *observing) setCluster(n ClusterNode) {
 	if o == nil || n == nil {
 		return
 	}
-	o.node.Store(&n)
-	self := n.Self()
-	o.hub.SetCluster(observe.Cluster{
-		Node:   self,
-		Status: n.Info,
-		Owner:  func(string) string { return self },
-	})
+	o.hub.SetCluster(observe.Cluster{Node: n.Self(), Status: n.Info})
 }
 
 // spoolBytes is the size of every session's spool files together (0

@@ -14,9 +14,6 @@ type Cluster struct {
 	// Status reads the node's view of the cluster now, at each scrape and
 	// each snapshot: it must not block.
 	Status func() ClusterInfo
-	// Owner names the member that owns a session listed here (nil: Node,
-	// as every session a node lists is its own).
-	Owner func(sessionID string) string
 }
 
 // ClusterInfo is the cluster as one node sees it, in a Snapshot.
@@ -59,16 +56,6 @@ func (c *clusterView) info() *ClusterInfo {
 	return &i
 }
 
-// owner is the member that owns session id.
-func (c *clusterView) owner(id string) string {
-	if c.Owner != nil {
-		if m := c.Owner(id); m != "" {
-			return m
-		}
-	}
-	return c.Node
-}
-
 // SetCluster tells the Hub that this process is the cluster node c: from
 // now on every troupe_* series carries the label node=c.Node (the same
 // counters, so nothing counted before is lost), /metrics adds
@@ -99,7 +86,7 @@ var (
 	clusterMembersDesc = prometheus.NewDesc("troupe_cluster_members",
 		"Live members of the cluster as this node sees them, itself included.", nil, nil)
 	clusterRTTDesc = prometheus.NewDesc("troupe_cluster_rtt_seconds",
-		"The last node-to-node round trip (a Hello over the remote, every 5 s) to each other live member.",
+		"The last node-to-node round trip (a Hello over the remote, every 2 s) to each other live member.",
 		[]string{"member"}, nil)
 )
 

@@ -323,7 +323,7 @@ func (h *Hub) Snapshot() Snapshot {
 	if c := h.cluster.Load(); c != nil {
 		s.Cluster = c.info()
 		for i := range s.Sessions {
-			s.Sessions[i].Owner = c.owner(s.Sessions[i].ID)
+			s.Sessions[i].Owner = c.Node // every session a node lists is its own
 		}
 	}
 	sort.Slice(s.Sessions, func(i, j int) bool { return s.Sessions[i].Started.Before(s.Sessions[j].Started) })
