@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -84,7 +85,7 @@ func (f *forwards) lose(match func(*pending) bool) {
 
 // ErrUnknownMember is Forward's error when the member a request names is
 // not (or no longer) in the cluster: the session is gone.
-var ErrUnknownMember = fmt.Errorf("the node that owns the session is not in the cluster")
+var ErrUnknownMember = errors.New("the node that owns the session is not in the cluster")
 
 // Forward serves r on member, whose session it names, and writes the
 // answer to w: the status and headers, then every part as it comes, flushed
