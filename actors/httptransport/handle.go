@@ -45,7 +45,9 @@ type endWaiter struct {
 // NewHandle makes the handle of a session to be started with the given
 // id (made by the HTTP front, unguessable). owner is kept for the front to
 // compare; onEnd runs once when the session has ended, for whatever
-// reason. Bind gives it the session actor once it runs.
+// reason, before Done is closed; it must not call the handle's end
+// methods (it runs under their lock). Bind gives it the session actor
+// once it runs.
 func NewHandle(id string, owner any, onEnd func(), limits *Limits) *Handle {
 	return &Handle{id: id, owner: owner, onEnd: onEnd, limits: limits}
 }
@@ -53,12 +55,18 @@ func NewHandle(id string, owner any, onEnd func(), limits *Limits) *Handle {
 // Bind ties the handle to its session actor.
 func (s *Handle) Bind(root *actor.RootContext, pid *actor.PID) { s.root, s.pid = root, pid }
 
-// ended runs the end's waiters, once.
+// ended runs onEnd and then the end's waiters, once. onEnd comes first:
+// it frees the session's slot on the front, and whoever waits on Done
+// (a DELETE) answers only after that, so the client's next initialize
+// finds the slot free.
 func (s *Handle) ended() {
 	s.endMu.Lock()
 	if s.isEnded.Load() {
 		s.endMu.Unlock()
 		return
+	}
+	if s.onEnd != nil {
+		s.onEnd()
 	}
 	s.isEnded.Store(true)
 	if s.done != nil {
@@ -69,9 +77,6 @@ func (s *Handle) ended() {
 	s.endMu.Unlock()
 	for _, w := range waiters {
 		go w.f()
-	}
-	if s.onEnd != nil {
-		s.onEnd()
 	}
 }
 
