@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"time"
+	"troupe/identity"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -35,11 +36,11 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 }
 
 // StartHTTPSession starts a session with the given id (made by the HTTP
-// front, unguessable) and returns the front's handle on it. owner is kept
-// for the front to compare; onEnd runs once when the session has ended,
+// front, unguessable) for who (nil: Anonymous), and returns the front's
+// handle on it; onEnd runs once when the session has ended,
 // for whatever reason.
-func (h *Host) StartHTTPSession(id string, owner any, onEnd func()) (*httptransport.Handle, error) {
-	hd := httptransport.NewHandle(id, owner, onEnd, &h.opts.httpLimits)
+func (h *Host) StartHTTPSession(id string, who *identity.Identity, onEnd func()) (*httptransport.Handle, error) {
+	hd := httptransport.NewHandle(id, who, onEnd, &h.opts.httpLimits)
 	res, err := h.system.Root.RequestFuture(h.server, &serveHTTP{handle: hd}, 10*time.Second).Result()
 	if err != nil {
 		return nil, fmt.Errorf("start http session: %w", err)

@@ -81,7 +81,7 @@ func checkHTTPAddress(cfg *config.Config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !loopback && h.Auth.BearerToken == "" && !h.AllowUnauthenticatedRemote {
+	if !loopback && !authRequired(cfg) && !h.AllowUnauthenticatedRemote {
 		return false, fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address, so anyone "+
 			"who can reach it could run tools; set a token (--bearer-token-env NAME or http.auth.bearer_token = \"${NAME}\") "+
 			"or pass --allow-unauthenticated-remote", h.Listen)
@@ -102,7 +102,7 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	if !loopback && h.Auth.BearerToken == "" {
+	if !loopback && !authRequired(cfg) {
 		log.Warn("serving HTTP on a non-loopback address WITHOUT authentication: anyone who can reach it can run tools",
 			"addr", h.Listen)
 	}
@@ -118,7 +118,7 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 	handler := mcphttp.New(host, mcphttp.Options{
 		Cluster:              front,
 		Path:                 h.Path,
-		BearerToken:          h.Auth.BearerToken,
+		Auth:                 authChain(cfg),
 		AllowedOrigins:       h.AllowedOrigins,
 		CheckHost:            loopback,
 		MaxSessions:          h.MaxSessions,
@@ -156,7 +156,7 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 		}
 	}()
 	log.Info("serving MCP over HTTP", "url", "http://"+ln.Addr().String()+h.Path,
-		"auth", map[bool]string{true: "bearer token", false: "none"}[h.Auth.BearerToken != ""])
+		"auth", map[bool]string{true: "bearer token", false: "none"}[authRequired(cfg)])
 	return f, nil
 }
 

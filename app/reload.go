@@ -78,7 +78,7 @@ type reloadRule struct {
 // the sandbox's limits), which every reload rebuilds.
 var reloadRules = []reloadRule{
 	{key: "logging.level", part: func(c *config.Config) any { return c.Logging.Level }, apply: setLogLevel},
-	{key: "http.auth.bearer_token", part: func(c *config.Config) any { return c.HTTP.Auth.BearerToken }, apply: setBearerToken},
+	{key: "auth", part: func(c *config.Config) any { return staticTokens(c) }, apply: setAuth},
 
 	{key: "logging.format", part: func(c *config.Config) any { return c.Logging.Format }},
 	{key: "[server]", part: func(c *config.Config) any { return c.Server }},
@@ -115,10 +115,10 @@ func setLogLevel(a *App, _ *running, next *config.Config) {
 	}
 }
 
-// setBearerToken makes http.auth.bearer_token the token later HTTP
-// requests must carry.
-func setBearerToken(_ *App, run *running, next *config.Config) {
+// setAuth makes the config's tokens (http.auth.bearer_token as
+// "default", [[auth.tokens]]) the ones later HTTP requests must carry.
+func setAuth(_ *App, run *running, next *config.Config) {
 	if run.web != nil {
-		run.web.handler.SetBearerToken(next.HTTP.Auth.BearerToken)
+		run.web.handler.SetAuth(authChain(next))
 	}
 }

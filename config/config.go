@@ -69,6 +69,7 @@ type Config struct {
 	Metrics    Metrics                `koanf:"metrics"`
 	Tracing    Tracing                `koanf:"tracing"`
 	Cluster    Cluster                `koanf:"cluster"`
+	Auth       Auth                   `koanf:"auth"`
 
 	// File is the config file that was read, "" for none.
 	File string `koanf:"-"`
@@ -160,6 +161,30 @@ type Limits struct {
 	// enough for Codex's first model request (~0.85 s after it starts its
 	// servers). Servers ready later arrive with list_changed.
 	McpServersStartupWait time.Duration `koanf:"mcp_servers_startup_wait"`
+	// Rate and Identity bound each identity (named token or OAuth
+	// subject), not each session: a new initialize resets nothing.
+	Rate     RateLimits     `koanf:"rate"`
+	Identity IdentityLimits `koanf:"identity"`
+}
+
+// RateLimits is the [limits.rate] table (and a token's own): calls per
+// minute per identity, and per identity and tool.
+type RateLimits struct {
+	// CallsPerMinute bounds an identity's counted requests (tools/call,
+	// prompts/get, resources/read, completion/complete); 0: no bound.
+	CallsPerMinute int `koanf:"calls_per_minute"`
+	// Tools bounds calls per minute per identity and tool, keyed by a glob
+	// over exposed tool names ([limits.rate.tools] "repo.*" = 10).
+	Tools map[string]int `koanf:"tools"`
+}
+
+// IdentityLimits is the [limits.identity] table (and a token's own).
+type IdentityLimits struct {
+	// MaxConcurrentCalls bounds an identity's calls running at once; 0: no bound.
+	MaxConcurrentCalls int `koanf:"max_concurrent_calls"`
+	// MaxSessions bounds an identity's live sessions (apart from
+	// http.max_sessions, the server's total); 0: no bound.
+	MaxSessions int `koanf:"max_sessions"`
 }
 
 // Logging is the [logging] table.
@@ -186,6 +211,54 @@ type HTTP struct {
 	StreamBufferEvents         int           `koanf:"stream_buffer_events"`
 	StreamBufferBytes          int           `koanf:"stream_buffer_bytes"`
 	Auth                       HTTPAuth      `koanf:"auth"`
+	// PublicURL is the MCP endpoint's URL as clients reach it (behind a
+	// proxy or a cluster's load balancer): the OAuth audience and the
+	// protected resource metadata's "resource".
+	PublicURL string `koanf:"public_url"`
+}
+
+// Auth is the [auth] table: who may call, by name.
+type Auth struct {
+	// Tokens are the named static bearer tokens ([[auth.tokens]]).
+	Tokens []AuthToken `koanf:"tokens"`
+	// OAuth makes troupe an OAuth 2.1 resource server; zero Issuer: off.
+	OAuth OAuth `koanf:"oauth"`
+	// Operators names the identities that may use /status, /metrics and
+	// operator actions: token names, or "scope:<scope>" for OAuth.
+	Operators []string `koanf:"operators"`
+}
+
+// AuthToken is one [[auth.tokens]] entry: a named static token.
+type AuthToken struct {
+	Name string `koanf:"name"`
+	// TokenEnv is the environment variable that holds the token.
+	TokenEnv string `koanf:"token_env"`
+	// Token is the resolved token (from TokenEnv); never printed.
+	Token string `koanf:"-"`
+	// AllowTools and DenyTools are globs over exposed tool names; deny
+	// wins; empty AllowTools: every tool the server exposes.
+	AllowTools []string `koanf:"allow_tools"`
+	DenyTools  []string `koanf:"deny_tools"`
+	// Rate and Identity override [limits.rate] and [limits.identity]
+	// for this token; zero fields keep the server's.
+	Rate     RateLimits     `koanf:"rate"`
+	Identity IdentityLimits `koanf:"identity"`
+}
+
+// OAuth is the [auth.oauth] table.
+type OAuth struct {
+	// Issuer is the authorization server (https://, or http:// on loopback).
+	Issuer string `koanf:"issuer"`
+	// Audience is the resource tokens must be issued for (RFC 8707);
+	// default http.public_url, else the served MCP URL.
+	Audience       string   `koanf:"audience"`
+	RequiredScopes []string `koanf:"required_scopes"`
+	// SubjectClaim names the claim that identifies the caller (default "sub").
+	SubjectClaim string        `koanf:"subject_claim"`
+	Leeway       time.Duration `koanf:"leeway"`
+	// Scopes maps a scope to the tool globs it grants; empty: a valid
+	// token grants every tool the server exposes.
+	Scopes map[string][]string `koanf:"scopes"`
 }
 
 // HTTPAuth is the [http.auth] table.

@@ -2,9 +2,9 @@ package mcphttp
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"time"
+	"troupe/auth"
 )
 
 // The operators' paths served beside MCP when Options.Admin is set: the
@@ -48,13 +48,13 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	want := h.token.Load()
-	if want == nil {
+	chain := h.auth.Load()
+	if !chain.Required() {
 		h.opts.Admin.ServeHTTP(w, r)
 		return
 	}
 	if r.URL.Path == adminStatus && r.URL.Query().Has("token") {
-		h.exchangeToken(w, r, want)
+		h.exchangeToken(w, r, chain.Tokens)
 		return
 	}
 	if auth := r.Header.Get("Authorization"); auth != "" {
@@ -68,7 +68,11 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	// The cookie is the status page's (its Path is /status): /metrics is
 	// for scrapers, which send the bearer header.
 	if c, err := r.Cookie(statusCookie); err == nil && r.URL.Path != adminMetrics {
-		switch h.logins.check(c.Value, want) {
+		found, sum := h.logins.check(c.Value)
+		if _, still := chain.Tokens.LookupSum(sum); found == loginValid && !still {
+			found = loginUnknown // its token was removed or changed
+		}
+		switch found {
 		case loginValid:
 			h.opts.Admin.ServeHTTP(w, r)
 		case loginExpired:
@@ -88,15 +92,15 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 // when it fits, makes a login, sets its cookie (Path=/status, Max-Age of
 // the login's lifetime, HttpOnly, SameSite=Strict, Secure over TLS) and
 // redirects (303) to /status.
-func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, want *[32]byte) {
+func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, tokens *auth.Tokens) {
 	got := sha256.Sum256([]byte(r.URL.Query().Get("token")))
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+	if _, ok := tokens.LookupSum(got); !ok {
 		h.deny(w, r, http.StatusUnauthorized, "invalid token in /status?token=")
 		return
 	}
-	value, err := h.logins.add(want)
+	value, err := h.logins.add(&got)
 	if err != nil {
 		h.log.Error("status page login: no random value for the cookie", "err", err)
 		h.refuse(w, http.StatusInternalServerError, "the login could not be made; try again")

@@ -105,7 +105,7 @@ func TestModernOutputLinkReadThroughAnotherNode(t *testing.T) {
 
 	// Another caller, through B: A answers as for an unknown output.
 	for _, r := range []*rig{a, b} {
-		r.h.SetBearerToken("beta")
+		r.h.SetAuth(namedTokens("another", "beta"))
 		r.token = "beta"
 	}
 	_, m, body = modernRead(t, b, 6, uri)

@@ -18,8 +18,6 @@ package mcphttp
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -37,6 +35,8 @@ import (
 
 	"troupe/actors"
 	"troupe/actors/httptransport"
+	"troupe/auth"
+	"troupe/identity"
 	"troupe/mcphttp/origin"
 )
 
@@ -45,8 +45,16 @@ type Options struct {
 	// Path is the MCP endpoint (default "/mcp").
 	Path string
 	// BearerToken, when set, is required as "Authorization: Bearer <token>"
-	// on the MCP endpoint. A session stays bound to the token that made it.
+	// on the MCP endpoint: one static token named "default". Auth, when
+	// set, replaces it.
 	BearerToken string
+	// Auth says who a request is from (named tokens, OAuth); nil: as
+	// BearerToken says. A session stays bound to the identity that made
+	// it, whichever credential of that identity comes later.
+	Auth *auth.Chain
+	// ResourceMetadata is the URL of the RFC 9728 protected resource
+	// metadata, named in every 401's WWW-Authenticate ("" leaves it out).
+	ResourceMetadata string
 	// AllowedOrigins lists the Origin values browsers may send (scheme,
 	// host and port, e.g. "https://app.example"; "null" allows pages with
 	// an opaque origin). An Origin matches when it parses as an origin
@@ -129,8 +137,8 @@ type Handler struct {
 	host    *actors.Host
 	opts    Options
 	log     *slog.Logger
-	origins map[string]bool          // AllowedOrigins, normalised (origin.Origin.String)
-	token   atomic.Pointer[[32]byte] // sha256 of the bearer token (nil: no auth); compared in constant time
+	origins map[string]bool            // AllowedOrigins, normalised (origin.Origin.String)
+	auth    atomic.Pointer[auth.Chain] // who may call (a zero Chain: anyone); SetAuth changes it
 
 	mu       sync.Mutex
 	sessions map[string]*httptransport.Handle
@@ -160,19 +168,28 @@ func New(host *actors.Host, opts Options) *Handler {
 		}
 		h.origins[o.String()] = true
 	}
-	h.SetBearerToken(opts.BearerToken)
+	if opts.Auth != nil {
+		h.SetAuth(opts.Auth)
+	} else {
+		h.SetBearerToken(opts.BearerToken)
+	}
 	return h
 }
 
-// SetBearerToken changes the token later requests must carry ("" turns
-// authentication off). Sessions stay bound to the token that created them.
-func (h *Handler) SetBearerToken(token string) {
-	if token == "" {
-		h.token.Store(nil)
-		return
+// SetAuth changes who later requests may come from. Sessions stay bound
+// to the identity that created them: one whose token was removed answers
+// 404 to every credential.
+func (h *Handler) SetAuth(c *auth.Chain) {
+	if c == nil {
+		c = &auth.Chain{}
 	}
-	sum := sha256.Sum256([]byte(token))
-	h.token.Store(&sum)
+	h.auth.Store(c)
+}
+
+// SetBearerToken makes token the one static token, named "default",
+// later requests must carry ("" turns authentication off).
+func (h *Handler) SetBearerToken(token string) {
+	h.SetAuth(&auth.Chain{Tokens: auth.NewTokens([]auth.StaticToken{{Name: "default", Token: token}})})
 }
 
 // Sessions is the number of live sessions.
@@ -244,7 +261,7 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if !h.checkSource(w, r) {
 		return
 	}
-	owner, ok := h.authenticate(w, r)
+	who, ok := h.authenticate(w, r)
 	if !ok {
 		return
 	}
@@ -253,44 +270,51 @@ func (h *Handler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.post(w, r, owner)
+		h.post(w, r, who)
 	case http.MethodGet:
-		h.get(w, r, owner)
+		h.get(w, r, who)
 	case http.MethodDelete:
-		h.delete(w, r, owner)
+		h.delete(w, r, who)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		h.refuse(w, http.StatusMethodNotAllowed, "method not allowed")
 	}
 }
 
-// authenticate checks the bearer token when one is configured, and returns
-// the credential a session is bound to.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) ([32]byte, bool) {
-	want := h.token.Load()
-	if want == nil {
-		return [32]byte{}, true
+// authenticate says who sent the request, or refuses it: 401 (403 for a
+// valid token without a needed scope) with a WWW-Authenticate challenge
+// naming the protected resource metadata.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*identity.Identity, bool) {
+	who, refusal := h.auth.Load().Authenticate(r)
+	if refusal != nil {
+		h.challenge(w, r, refusal)
+		return nil, false
 	}
-	auth := r.Header.Get("Authorization")
-	scheme, token, found := strings.Cut(auth, " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="troupe"`)
-		h.deny(w, r, http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")
-		return [32]byte{}, false
+	return who, true
+}
+
+// challenge answers a refused credential: RFC 6750's WWW-Authenticate
+// (error, scope) with RFC 9728's resource_metadata, and the JSON-RPC
+// error body every refusal has.
+func (h *Handler) challenge(w http.ResponseWriter, r *http.Request, refusal *auth.Refusal) {
+	params := []string{`realm="troupe"`}
+	if h.opts.ResourceMetadata != "" {
+		params = append(params, `resource_metadata="`+h.opts.ResourceMetadata+`"`)
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="troupe", error="invalid_token"`)
-		h.deny(w, r, http.StatusUnauthorized, "invalid bearer token")
-		return [32]byte{}, false
+	if refusal.Code != "" {
+		params = append(params, `error="`+refusal.Code+`"`)
 	}
-	return got, true
+	if refusal.Scope != "" {
+		params = append(params, `scope="`+refusal.Scope+`"`)
+	}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	h.deny(w, r, refusal.Status, refusal.Message)
 }
 
 // session finds the session a request names. It answers 400 when the
 // header is missing and 404 when the session is unknown, ended, or belongs
 // to another credential (all the same to the client: re-initialize).
-func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte) (*httptransport.Handle, bool) {
+func (h *Handler) session(w http.ResponseWriter, r *http.Request, who *identity.Identity) (*httptransport.Handle, bool) {
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
 		h.refuse(w, http.StatusBadRequest, "Mcp-Session-Id header is required (send initialize first)")
@@ -299,7 +323,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte
 	h.mu.Lock()
 	s, ok := h.sessions[id]
 	h.mu.Unlock()
-	if !ok || s == nil || s.Owner() != owner { // nil: a slot reserved while a session starts
+	if !ok || s == nil || s.Owner() != who.Owner() { // nil: a slot reserved while a session starts
 		h.refuse(w, http.StatusNotFound, "session not found: initialize a new one")
 		return nil, false
 	}
@@ -311,7 +335,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, owner [32]byte
 }
 
 // newSession starts a session for an initialize request.
-func (h *Handler) newSession(w http.ResponseWriter, owner [32]byte) (*httptransport.Handle, bool) {
+func (h *Handler) newSession(w http.ResponseWriter, who *identity.Identity) (*httptransport.Handle, bool) {
 	if h.shuttingDown(w) {
 		return nil, false
 	}
@@ -324,7 +348,7 @@ func (h *Handler) newSession(w http.ResponseWriter, owner [32]byte) (*httptransp
 	}
 	h.sessions[id] = nil // reserve the slot while the actors start
 	h.mu.Unlock()
-	s, err := h.host.StartHTTPSession(id, owner, func() {
+	s, err := h.host.StartHTTPSession(id, who, func() {
 		h.mu.Lock()
 		delete(h.sessions, id)
 		h.mu.Unlock()
@@ -380,8 +404,8 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request, owner [32]byte) {
-	s, ok := h.session(w, r, owner)
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, who *identity.Identity) {
+	s, ok := h.session(w, r, who)
 	if !ok {
 		return
 	}

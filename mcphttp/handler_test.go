@@ -545,7 +545,7 @@ func TestBearerAuth(t *testing.T) {
 
 	// A second front with another token, sharing the session table: the
 	// session made with the first token is not usable with the second.
-	other := New(r.host, Options{BearerToken: "0ther"})
+	other := New(r.host, Options{Auth: namedTokens("other", "0ther")})
 	other.sessions[id] = r.session(id)
 	for _, method := range []string{"POST", "GET", "DELETE"} {
 		w := httptest.NewRecorder()
@@ -564,6 +564,18 @@ func TestBearerAuth(t *testing.T) {
 	resp, body = r.post(id, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("after the other front: %d %s", resp.StatusCode, body)
+	}
+
+	// A rotated token of the same name is the same caller: the session
+	// goes on with it, and the old token is refused.
+	r.h.SetBearerToken("r0tated")
+	resp, _ = r.post(id, `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	if resp.StatusCode != 401 {
+		t.Fatalf("the old token after a rotation: %d", resp.StatusCode)
+	}
+	r.token = "r0tated"
+	if resp, body = r.post(id, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); resp.StatusCode != 200 {
+		t.Fatalf("the rotated token of the same name: %d %s", resp.StatusCode, body)
 	}
 	r.deleteSession(id)
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"troupe/auth"
 
 	"troupe/actors"
 	"troupe/actors/httptransport"
@@ -448,4 +449,13 @@ func (p *sessionPool) len() int {
 		n += len(list)
 	}
 	return n
+}
+
+// namedTokens is an auth chain of static tokens given as name, token pairs.
+func namedTokens(pairs ...string) *auth.Chain {
+	var ts []auth.StaticToken
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ts = append(ts, auth.StaticToken{Name: pairs[i], Token: pairs[i+1]})
+	}
+	return &auth.Chain{Tokens: auth.NewTokens(ts)}
 }

@@ -113,7 +113,7 @@ func TestModernApprovalThroughMRTR(t *testing.T) {
 		t.Fatalf("denied: runs=%d %s", runs.Load(), b)
 	}
 	state = ask(9, `{"n":1}`)
-	r.h.SetBearerToken("beta")
+	r.h.SetAuth(namedTokens("another", "beta"))
 	r.token = "beta"
 	if isErr, b := retry(10, `{"n":1}`, state, "once"); !isErr || !strings.Contains(string(b), "another caller") || runs.Load() != 1 {
 		t.Fatalf("another credential: runs=%d %s", runs.Load(), b)

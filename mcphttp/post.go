@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"troupe/identity"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -24,7 +25,7 @@ type message struct {
 }
 
 // post handles one POST: a message or (under 2025-03-26) a batch.
-func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, who *identity.Identity) {
 	if mediaType(r.Header.Get("Content-Type")) != "application/json" {
 		h.refuse(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return
@@ -64,7 +65,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 	// Without a session, a lone request whose MCP-Protocol-Version header
 	// names a stateless revision is of that era whatever its body says.
 	hint := sessionID == "" && !batch && protocol.Version(r.Header.Get("Mcp-Protocol-Version")).IsStateless()
-	msgs, rejected := h.decodeMessages(raws, owner, hint)
+	msgs, rejected := h.decodeMessages(raws, who, hint)
 	if !batch && len(rejected) > 0 {
 		h.refused(http.StatusBadRequest)
 		writeJSON(w, http.StatusBadRequest, rejected[0]) // not accepted, so 400
@@ -87,12 +88,12 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 	var s *httptransport.Handle
 	created := false
 	if sessionID == "" && !batch && isInitialize(msgs[0]) {
-		if s, created = h.newSession(w, owner); !created {
+		if s, created = h.newSession(w, who); !created {
 			return
 		}
 	} else {
 		var ok bool
-		if s, ok = h.session(w, r, owner); !ok {
+		if s, ok = h.session(w, r, who); !ok {
 			return
 		}
 	}
@@ -125,10 +126,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, owner [32]byte) {
 // decodeMessages checks and decodes raw messages (framing.Decode: one pass
 // each) into requests, notifications and responses, and reads each request
 // (the one decode of its params, on this goroutine: Host.ReadRequest) as
-// sent with owner's credential; hint says a lone request is of the
+// sent by who; hint says a lone request is of the
 // stateless era by its header. The ones that fail the check become error
 // responses of their own.
-func (h *Handler) decodeMessages(raws []json.RawMessage, owner [32]byte, hint bool) (msgs []message, rejected [][]byte) {
+func (h *Handler) decodeMessages(raws []json.RawMessage, who *identity.Identity, hint bool) (msgs []message, rejected [][]byte) {
+	owner := who.Owner()
 	for _, raw := range raws {
 		m, rej := framing.Decode(raw)
 		if rej != nil {
@@ -139,6 +141,7 @@ func (h *Handler) decodeMessages(raws []json.RawMessage, owner [32]byte, hint bo
 		if m.Request != nil {
 			msg.req = h.host.ReadRequest(m.Request, hint)
 			msg.req.Credential = &owner
+			msg.req.Identity = who
 		}
 		msgs = append(msgs, msg)
 	}

@@ -6,18 +6,19 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"troupe/identity"
 
 	"troupe/actors/httptransport"
 )
 
 // get opens the session's standalone SSE stream, or resumes a stream named
 // by Last-Event-ID.
-func (h *Handler) get(w http.ResponseWriter, r *http.Request, owner [32]byte) {
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, who *identity.Identity) {
 	if _, sse := accepts(r); !sse || r.Header.Get("Accept") == "" {
 		h.refuse(w, http.StatusNotAcceptable, "Accept must include text/event-stream")
 		return
 	}
-	s, ok := h.session(w, r, owner)
+	s, ok := h.session(w, r, who)
 	if !ok {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"troupe/identity"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -88,7 +89,7 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m messag
 	}
 	listen := m.req.Method == protocol.MethodSubscriptionsListen
 	owner := *m.req.Credential
-	s, release, ok := h.requestSession(w, owner, listen)
+	s, release, ok := h.requestSession(w, m.req.Identity, listen)
 	if !ok {
 		return
 	}
@@ -139,7 +140,7 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m messag
 // subscriptions/listen (open as long as the client wants) one of
 // http.max_subscriptions, from now until the session has ended. Over its
 // bound the request gets the same 503 as an initialize over max_sessions.
-func (h *Handler) requestSession(w http.ResponseWriter, owner [32]byte, listen bool) (*httptransport.Handle, func(), bool) {
+func (h *Handler) requestSession(w http.ResponseWriter, who *identity.Identity, listen bool) (*httptransport.Handle, func(), bool) {
 	if h.shuttingDown(w) {
 		return nil, nil, false
 	}
@@ -161,11 +162,11 @@ func (h *Handler) requestSession(w http.ResponseWriter, owner [32]byte, listen b
 		h.mu.Unlock()
 	}
 	if !listen {
-		if s := h.pool.take(owner); s != nil {
+		if s := h.pool.take(who.Owner()); s != nil {
 			return s, release, true
 		}
 	}
-	s, err := h.host.StartHTTPSession(newSessionID(), owner, nil)
+	s, err := h.host.StartHTTPSession(newSessionID(), who, nil)
 	if err != nil {
 		release()
 		h.log.Error("starting a 2026-07-28 request's session", "err", err)

@@ -123,7 +123,7 @@ func TestModernOutputLinkIsReadableByItsCaller(t *testing.T) {
 	}
 
 	// Another credential: the answer of an unknown resource, nothing more.
-	r.h.SetBearerToken("beta")
+	r.h.SetAuth(namedTokens("another", "beta"))
 	r.token = "beta"
 	_, foreign, fb := modernRead(t, r, 5, uri)
 	unknownURI := spool.URIPrefix + "c-000000000000/stdout"

@@ -69,20 +69,23 @@ func (s *statusLogins) add(token *[32]byte) (string, error) {
 	return value, nil
 }
 
-// check looks the cookie value up for the token whose SHA-256 is token.
-// Every kept login is compared in constant time, so the answer's timing
-// says nothing about how close a guess came.
-func (s *statusLogins) check(value string, token *[32]byte) loginCheck {
+// check looks the cookie value up and returns the SHA-256 of the token its
+// login was made with (the caller checks that the token is still wanted:
+// a reload that removes or changes it ends its logins). Every kept login
+// is compared in constant time, so the answer's timing says nothing about
+// how close a guess came.
+func (s *statusLogins) check(value string) (loginCheck, [32]byte) {
 	sum := sha256.Sum256([]byte(value))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock()
 	found := loginUnknown
+	var token [32]byte
 	for _, l := range s.logins {
-		if subtle.ConstantTimeCompare(l.cookie[:], sum[:]) != 1 || subtle.ConstantTimeCompare(l.token[:], token[:]) != 1 {
+		if subtle.ConstantTimeCompare(l.cookie[:], sum[:]) != 1 {
 			continue
 		}
-		found = loginValid
+		found, token = loginValid, l.token
 		if !now.Before(l.expires) {
 			found = loginExpired
 		}
@@ -90,7 +93,7 @@ func (s *statusLogins) check(value string, token *[32]byte) loginCheck {
 	// Expired logins are forgotten after the check, so that the one
 	// presented now is still told apart from a forged cookie.
 	s.prune(now)
-	return found
+	return found, token
 }
 
 // len is the number of logins kept.

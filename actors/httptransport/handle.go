@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"troupe/identity"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
@@ -18,7 +19,8 @@ import (
 // which its Transport takes; the session's state stays in the actor.
 type Handle struct {
 	id      string
-	owner   any // the credential the session was created with (compared by the front)
+	who     *identity.Identity // who created the session
+	owner   [32]byte           // who.Owner(), compared by the front on every request
 	pid     *actor.PID
 	root    *actor.RootContext
 	version atomic.Uint32 // mirrors the negotiated version: its index in protocol.AllVersions, plus one
@@ -43,13 +45,16 @@ type endWaiter struct {
 }
 
 // NewHandle makes the handle of a session to be started with the given
-// id (made by the HTTP front, unguessable). owner is kept for the front to
-// compare; onEnd runs once when the session has ended, for whatever
+// id (made by the HTTP front, unguessable). who made it (nil: Anonymous)
+// is kept for the front to compare; onEnd runs once when the session has ended, for whatever
 // reason, before Done is closed; it must not call the handle's end
 // methods (it runs under their lock). Bind gives it the session actor
 // once it runs.
-func NewHandle(id string, owner any, onEnd func(), limits *Limits) *Handle {
-	return &Handle{id: id, owner: owner, onEnd: onEnd, limits: limits}
+func NewHandle(id string, who *identity.Identity, onEnd func(), limits *Limits) *Handle {
+	if who == nil {
+		who = &identity.Identity{}
+	}
+	return &Handle{id: id, who: who, owner: who.Owner(), onEnd: onEnd, limits: limits}
 }
 
 // Bind ties the handle to its session actor.
@@ -116,8 +121,12 @@ func (s *Handle) Ended() bool { return s.isEnded.Load() }
 // ID is the session id (the Mcp-Session-Id header).
 func (s *Handle) ID() string { return s.id }
 
-// Owner is the credential value the session was started with.
-func (s *Handle) Owner() any { return s.owner }
+// Owner is the owner key of the identity that started the session
+// (identity.Identity.Owner): a request for the session must come from it.
+func (s *Handle) Owner() [32]byte { return s.owner }
+
+// Identity is who started the session.
+func (s *Handle) Identity() *identity.Identity { return s.who }
 
 // Version is the negotiated protocol version, "" before initialize.
 func (s *Handle) Version() protocol.Version {

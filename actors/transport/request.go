@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/json"
+	"troupe/identity"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -56,11 +57,16 @@ type Request struct {
 	// nil when they have none.
 	Meta json.RawMessage
 
-	// Credential is the sha256 of the HTTP credential the request came
-	// with (zero without authentication), nil when it came over a
-	// connection of its own (stdio): whose approval states and spooled
-	// output the request may use.
+	// Credential is the owner key of the identity the HTTP request came
+	// from (identity.Identity.Owner: zero without authentication, never
+	// the credential's bytes), nil when it came over a connection of its
+	// own (stdio): whose approval states and spooled output the request
+	// may use.
 	Credential *[32]byte
+	// Identity is who sent the request over HTTP (nil over stdio, whose
+	// connection has one caller, the local user): what it may see and
+	// use, what limits it counts against, what the audit log names.
+	Identity *identity.Identity
 	// Name is the request's Mcp-Name header (stateless era over HTTP),
 	// when Named: the handler compares it with the name it reads from
 	// Params, so the name checked is the name used.
