@@ -33,5 +33,8 @@ func authChain(cfg *config.Config) *auth.Chain {
 	return &auth.Chain{Tokens: auth.NewTokens(staticTokens(cfg))}
 }
 
-// authRequired reports whether the HTTP front asks callers for a credential.
-func authRequired(cfg *config.Config) bool { return authChain(cfg).Required() }
+// authRequired reports whether the HTTP front asks callers for a
+// credential: a static token, or an OAuth issuer's access token.
+func authRequired(cfg *config.Config) bool {
+	return cfg.Auth.OAuth.Issuer != "" || authChain(cfg).Required()
+}

@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -266,21 +269,85 @@ listen = "127.0.0.1:8080"
 	}
 }
 
-func TestCheckBearerFlag(t *testing.T) {
+func TestCheckBearerToken(t *testing.T) {
 	file := writeConfig(t, "[[auth.tokens]]\nname = \"default\"\ntoken_env = \"A\"\n[[auth.tokens]]\nname = \"ci\"\ntoken_env = \"B\"\n")
 	c, err := load(t, file, []string{"HOME=/nonexistent", "A=token-a", "B=token-b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CheckBearerFlag("--bearer-token-env T", "other"); err == nil ||
-		err.Error() != `--bearer-token-env T is the token named "default", and auth.tokens[1].name is named so too: name that token otherwise` {
+	if err := c.CheckBearerToken(); err != nil {
+		t.Fatalf("without a bearer token, default is a name like any: %v", err)
+	}
+	c.HTTP.Auth.BearerToken = "other" // as --bearer-token-env sets it
+	if err := c.CheckBearerToken(); err == nil || err.Error() != `auth.tokens[1].name: "default" is the name of the bearer token `+
+		`(--bearer-token-env or http.auth.bearer_token): name this token otherwise` {
 		t.Fatalf("an entry named default beside the flag: %v", err)
 	}
 	c.Auth.Tokens = c.Auth.Tokens[1:]
-	if err := c.CheckBearerFlag("--bearer-token-env T", "token-b"); err == nil || !strings.Contains(err.Error(), `same value as the token "ci"`) {
+	c.HTTP.Auth.BearerToken = "token-b"
+	if err := c.CheckBearerToken(); err == nil || !strings.Contains(err.Error(), `auth.tokens[1].token_env: the token "ci" has the same value as the bearer token`) ||
+		strings.Contains(err.Error(), "token-b") {
 		t.Fatalf("the flag's token equal to an entry's: %v", err)
 	}
-	if err := c.CheckBearerFlag("--bearer-token-env T", "other"); err != nil {
+	c.HTTP.Auth.BearerToken = "other"
+	if err := c.CheckBearerToken(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConfigCheckBinaryAuthTokens runs the real troupe binary's `config
+// check` on [[auth.tokens]]: an unset token_env is refused naming the
+// file's line, the variable and the token (never a value), the effective
+// configuration shows token_env and never the token, and named tokens
+// or an OAuth issuer count as authentication on a non-loopback listener.
+func TestConfigCheckBinaryAuthTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "troupe")
+	if out, err := exec.Command("go", "build", "-o", bin, "troupe/cmd/troupe").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	check := func(text string, env ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		file := writeConfig(t, text)
+		cmd := exec.Command(bin, "config", "check", "--config", file, "--workspace", t.TempDir())
+		cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), strings.ReplaceAll(errOut.String(), file, "F"), code
+	}
+	const remote = "[http]\nlisten = \"0.0.0.0:8080\"\n" + twoTokens
+
+	_, stderr, code := check(remote, "CI_TOKEN=ci-secret-1")
+	want := `F:12: auth.tokens[2].token_env = "ALICE_TOKEN": the environment variable ALICE_TOKEN, which holds the token "alice", is not set or empty`
+	if code == 0 || !strings.Contains(stderr, want) || strings.Contains(stderr, "ci-secret-1") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
+	}
+
+	stdout, stderr, code := check(remote, "CI_TOKEN=ci-secret-1", "ALICE_TOKEN=alice-secret-2")
+	if code != 0 {
+		t.Fatalf("two named tokens on 0.0.0.0: exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, "secret-") || !strings.Contains(stdout, "[[auth.tokens]]") ||
+		!strings.Contains(stdout, "token_env = 'ALICE_TOKEN'") {
+		t.Fatalf("the effective configuration shows [[auth.tokens]] with token_env, never a token:\n%s", stdout)
+	}
+
+	_, stderr, code = check("[http]\nlisten = \"0.0.0.0:8080\"\npublic_url = \"https://mcp.example.com/mcp\"\n" +
+		"[auth.oauth]\nissuer = \"https://id.example.com\"\n")
+	if code != 0 {
+		t.Fatalf("an OAuth issuer is authentication on 0.0.0.0: exit %d, stderr:\n%s", code, stderr)
+	}
+	_, stderr, code = check("[http]\nlisten = \"0.0.0.0:8080\"\n")
+	if code == 0 || !strings.Contains(stderr, "without authentication") {
+		t.Fatalf("no credential on 0.0.0.0 must still be refused: exit %d, stderr:\n%s", code, stderr)
 	}
 }
