@@ -1,7 +1,10 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -349,5 +352,50 @@ func TestConfigCheckBinaryAuthTokens(t *testing.T) {
 	_, stderr, code = check("[http]\nlisten = \"0.0.0.0:8080\"\n")
 	if code == 0 || !strings.Contains(stderr, "without authentication") {
 		t.Fatalf("no credential on 0.0.0.0 must still be refused: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestClusterFingerprintCoversAuth: every node must accept the same
+// callers: a change of [auth] (a token's name, its value behind the same
+// token_env, its tools, OAuth, operators) or of http.public_url shows in
+// the "auth" part alone, and no token appears in the fingerprint, nor
+// its plain hash.
+func TestClusterFingerprintCoversAuth(t *testing.T) {
+	key := hex.EncodeToString([]byte(strings.Repeat("k", 32)))
+	text := fingerprintBase + twoTokens
+	of := func(ciToken string, overrides ...string) map[string]string {
+		t.Helper()
+		env := []string{"HOME=/nonexistent", "STATE_KEY=" + key, "TOKEN=bearer-secret-value",
+			"CI_TOKEN=" + ciToken, "ALICE_TOKEN=alice-secret-2"}
+		c, err := load(t, writeConfig(t, text), env, overrides...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ClusterFingerprint()
+	}
+	base := of("ci-secret-1")
+	if d := DiffFingerprints(base, of("ci-secret-1")); len(d) != 0 {
+		t.Fatalf("the same configuration differs in %q", d)
+	}
+	if d := DiffFingerprints(base, of("ci-secret-other")); !slices.Equal(d, []string{"auth"}) {
+		t.Errorf("another value behind the same token_env differs in %q, want auth", d)
+	}
+	for _, ov := range []string{
+		`auth.tokens=[{name="ci", token_env="CI_TOKEN"}]`,
+		`auth.operators=["ci"]`,
+		`auth.oauth.issuer="https://id.example.com"`,
+		`auth.oauth.leeway="10s"`,
+		`http.public_url="https://mcp.example.com/mcp"`,
+	} {
+		if d := DiffFingerprints(base, of("ci-secret-1", ov)); !slices.Equal(d, []string{"auth"}) {
+			t.Errorf("-c %s differs in %q, want auth", ov, d)
+		}
+	}
+	all := strings.Join(slices.Collect(maps.Values(base)), " ")
+	for _, secret := range []string{"ci-secret-1", "alice-secret-2"} {
+		sum := sha256.Sum256([]byte(secret))
+		if strings.Contains(all, secret) || strings.Contains(all, hex.EncodeToString(sum[:])) {
+			t.Errorf("the fingerprint shows %q or its hash", secret)
+		}
 	}
 }
