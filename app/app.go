@@ -155,6 +155,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	if a.approvals, err = newApprovalStates(cfg, log); err != nil {
 		return fail(true, err)
 	}
+	warnMissingCredentials(cfg, log)
 	return a, nil
 }
 

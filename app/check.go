@@ -8,8 +8,10 @@ import (
 
 // CheckDownstreams is what Run checks of each enabled [mcp_servers] entry
 // before starting it (its command found, its sandbox profile enforceable
-// here, its token variable set): Run logs a failure and serves without
-// that server; "troupe config check" reports it.
+// here): Run logs a failure and serves without that server; "troupe
+// config check" reports it. A credential variable that is unset or empty
+// is no failure here: the server runs as unauthenticated, and New warns
+// (warnMissingCredentials).
 func (a *App) CheckDownstreams() []error {
 	cfg := a.config()
 	if !cfg.Features.EnableMcpServerSurface {

@@ -223,14 +223,14 @@ func startupTimeout(s config.McpServer) time.Duration {
 func (ds *downstreams) clientConfig(name string, s config.McpServer) (downstream.Config, error) {
 	c := downstream.Config{Name: name, ClientInfo: protocol.Implementation{Name: "troupe", Version: ds.version},
 		Era: eraChoice(s.Era), ParkTimeout: ds.parkTimeout, Sampling: s.Sampling}
+	c.CredentialVars, c.MissingVars = credentialVars(s)
 	if s.URL != "" {
 		c.URL, c.Headers = s.URL, s.HTTPHeaders
 		if s.BearerTokenEnvVar != "" {
-			tok, ok := os.LookupEnv(s.BearerTokenEnvVar)
-			if !ok || tok == "" {
-				return c, fmt.Errorf("bearer_token_env_var %s is not set", s.BearerTokenEnvVar)
-			}
-			c.BearerToken = tok
+			// Unset or empty, the server is started all the same: Dial
+			// fails with the *downstream.AuthError that names the
+			// variable (MissingVars), shown as unauthenticated.
+			c.BearerToken = os.Getenv(s.BearerTokenEnvVar)
 		}
 		return c, nil
 	}
@@ -307,6 +307,31 @@ func (ds *downstreams) clientConfig(name string, s config.McpServer) (downstream
 		}, nil
 	}
 	return c, nil
+}
+
+// credentialVars names the environment variables troupe's credential for
+// a server comes from (bearer_token_env_var first, then the ${NAME}
+// references of its env and http_headers), and those of them that are
+// unset or empty: what an unauthenticated server's hint tells the
+// operator to set. Names only: values never leave the environment here.
+func credentialVars(s config.McpServer) (vars, missing []string) {
+	if v := s.BearerTokenEnvVar; v != "" {
+		vars = append(vars, v)
+		if os.Getenv(v) == "" {
+			missing = append(missing, v)
+		}
+	}
+	for _, v := range s.SecretVars {
+		if !slices.Contains(vars, v) {
+			vars = append(vars, v)
+		}
+	}
+	for _, v := range s.MissingVars {
+		if !slices.Contains(missing, v) {
+			missing = append(missing, v)
+		}
+	}
+	return vars, missing
 }
 
 // serverHome makes (unless it exists) and returns a sandboxed stdio
@@ -403,12 +428,19 @@ func (a *App) probeServers(ctx context.Context, cfg *config.Config) []serverTool
 			dctx, cancel := context.WithTimeout(ctx, startupTimeout(s))
 			defer cancel()
 			c, err := downstream.Dial(dctx, ccfg, downstream.Handlers{})
+			if auth, ok := downstream.AsAuthError(err); ok {
+				st.state, st.err = downstream.StateUnauthenticated, auth
+				return
+			}
 			if err != nil {
 				st.err = err
 				return
 			}
 			defer c.Close()
-			if st.tools, st.err = c.ListTools(dctx); st.err == nil {
+			st.tools, st.err = c.ListTools(dctx)
+			if auth, ok := downstream.AsAuthError(st.err); ok {
+				st.state, st.err = downstream.StateUnauthenticated, auth
+			} else if st.err == nil {
 				st.state = downstream.StateReady
 			}
 		}()

@@ -18,9 +18,12 @@ type ToolList struct {
 
 // ServerState is one downstream server as Tools found it.
 type ServerState struct {
-	Name  string
-	State string // downstream.StateReady when it listed its tools, else downstream.StateDown
-	Tools int    // how many tools it listed
+	Name string
+	// State is downstream.StateReady when it listed its tools,
+	// downstream.StateUnauthenticated when troupe's credential for it is
+	// missing or refused (Err is the hint), else downstream.StateDown.
+	State string
+	Tools int // how many tools it listed
 	// Exposed is how many of them a session sees (enabled_tools,
 	// disabled_tools, tools.allow and tools.deny applied).
 	Exposed int

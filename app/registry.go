@@ -147,7 +147,7 @@ func commandTools(cfg *config.Config, wsDir string, sb *sandbox.Sandbox, limits 
 		}
 		tool, err := command.New(command.Definition{
 			Name: name, DisplayName: t.DisplayName, Description: t.Description,
-			Command: t.Command, Args: t.Args, Cwd: t.Cwd, Env: t.Env,
+			Command: t.Command, Args: t.Args, Cwd: t.Cwd, Env: t.Env, MissingVars: t.MissingVars,
 			InputSchema: t.InputSchemaJSON(), OutputSchema: t.OutputSchemaJSON(),
 			Timeout: time.Duration(t.TimeoutMs) * time.Millisecond, Streaming: t.Streaming,
 			SideEffects: t.SideEffects, Version: t.Version, RequiresApproval: approval,

@@ -44,6 +44,7 @@ func (a *App) Reload(next *config.Config) error {
 	}
 	a.setRegistry(run.host, reg)
 	a.warnUnenforceable(next, reg)
+	warnMissingCredentials(next, a.log)
 	var atStart []string
 	for _, r := range reloadRules {
 		if reflect.DeepEqual(r.part(a.cfg), r.part(next)) {

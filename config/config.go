@@ -418,6 +418,12 @@ type CommandTool struct {
 	Streaming        bool              `koanf:"streaming"`
 	SideEffects      []string          `koanf:"side_effects"`
 	Version          string            `koanf:"version"`
+
+	// MissingVars are the environment variables its env and args refer
+	// to ("${NAME}") that are unset or empty (their references resolve
+	// to ""): the tool is served, and its calls fail as unauthenticated
+	// naming them.
+	MissingVars []string `koanf:"-"`
 }
 
 // McpServer is one [mcp_servers.<name>] table, with Codex's keys, so a
@@ -461,6 +467,15 @@ type McpServer struct {
 	// capability to this server only then). Off by default: a server that
 	// may drive the client's model must be trusted.
 	Sampling bool `koanf:"sampling"`
+
+	// MissingVars are the environment variables its env and http_headers
+	// refer to ("${NAME}") that are unset or empty: troupe does not start
+	// or dial the server, which shows as unauthenticated naming them.
+	MissingVars []string `koanf:"-"`
+	// SecretVars are every environment variable its env and http_headers
+	// refer to: a server that refuses troupe's credential is told to be
+	// checked in them (names only).
+	SecretVars []string `koanf:"-"`
 }
 
 // Options say where configuration comes from. The zero value reads the
@@ -743,16 +758,31 @@ func exactInt(from, to reflect.Type, data any) (any, error) {
 // secretRef matches a ${NAME} reference.
 var secretRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// resolveSecrets replaces ${NAME} references in every string value. Each
-// reference to a variable that is not set is an error naming key and
-// variable (never a value).
+// resolveSecrets replaces ${NAME} references in every string value. A
+// reference to a variable that is unset or empty is, for troupe's own
+// secrets (http.auth.bearer_token, the state keys), an error naming key
+// and variable (never a value); for a credential troupe holds for a
+// command tool or a downstream server, it is recorded in the tool's or
+// server's MissingVars instead: troupe serves, and that tool's calls (or
+// that server) fail as unauthenticated naming the variable.
 func (c *Config) resolveSecrets(env map[string]string) []error {
 	var errs []error
+	var missing *[]string // where resolve records an unset variable; nil: it is an error
+	var refs *[]string    // where resolve records the variables referred to, when not nil
 	resolve := func(key []string, v string) string {
 		return secretRef.ReplaceAllStringFunc(v, func(ref string) string {
 			name := ref[2 : len(ref)-1]
 			val, ok := env[name]
-			if !ok || val == "" {
+			if refs != nil && !slices.Contains(*refs, name) {
+				*refs = append(*refs, name)
+			}
+			switch {
+			case (!ok || val == "") && missing != nil:
+				if !slices.Contains(*missing, name) {
+					*missing = append(*missing, name)
+				}
+				return ""
+			case !ok || val == "":
 				errs = append(errs, errKey(key, "%s refers to the environment variable %s, which is not set", dotted(key), name))
 				return ""
 			}
@@ -773,21 +803,27 @@ func (c *Config) resolveSecrets(env map[string]string) []error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Mcp)) {
 		t := c.Mcp[name]
-		for k, v := range t.Env {
-			t.Env[k] = resolve(p("mcp", name, "env", k), v)
+		t.MissingVars = nil
+		missing = &t.MissingVars
+		for _, k := range slices.Sorted(maps.Keys(t.Env)) {
+			t.Env[k] = resolve(p("mcp", name, "env", k), t.Env[k])
 		}
 		for i := range t.Args {
 			t.Args[i] = resolve(p("mcp", name, "args"), t.Args[i])
 		}
+		c.Mcp[name] = t
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.McpServers)) {
 		s := c.McpServers[name]
-		for k, v := range s.Env {
-			s.Env[k] = resolve(p("mcp_servers", name, "env", k), v)
+		s.MissingVars, s.SecretVars = nil, nil
+		missing, refs = &s.MissingVars, &s.SecretVars
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			s.Env[k] = resolve(p("mcp_servers", name, "env", k), s.Env[k])
 		}
-		for k, v := range s.HTTPHeaders {
-			s.HTTPHeaders[k] = resolve(p("mcp_servers", name, "http_headers", k), v)
+		for _, k := range slices.Sorted(maps.Keys(s.HTTPHeaders)) {
+			s.HTTPHeaders[k] = resolve(p("mcp_servers", name, "http_headers", k), s.HTTPHeaders[k])
 		}
+		c.McpServers[name] = s
 	}
 	return append(errs, c.resolveTokens(env)...)
 }

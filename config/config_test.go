@@ -107,6 +107,41 @@ env = { API_KEY = "key-${MY_KEY}" }
 	}
 }
 
+// TestUnsetCredentialsAreRecorded: an unset or empty variable that a
+// command tool's or a downstream server's ${NAME} refers to does not
+// refuse the config (troupe's own secrets still do): it is recorded by
+// name, so the tool's calls and the server fail as unauthenticated.
+func TestUnsetCredentialsAreRecorded(t *testing.T) {
+	file := writeConfig(t, `
+[mcp.deploy]
+command = "deploy"
+args = ["--key", "${ARG_KEY}"]
+env = { API_KEY = "key-${MY_KEY}", REGION = "${REGION}" }
+[mcp_servers.remote]
+url = "https://mcp.example/mcp"
+http_headers = { Authorization = "Bearer ${REMOTE_TOKEN}", X-Team = "${TEAM}" }
+`)
+	c, err := load(t, file, []string{"MY_KEY=", "REGION=eu", "TEAM=ops"})
+	if err != nil {
+		t.Fatalf("unset credentials refused the config: %v", err)
+	}
+	if got := c.Mcp["deploy"].MissingVars; !slices.Equal(got, []string{"MY_KEY", "ARG_KEY"}) {
+		t.Errorf("the command tool's missing variables: %v", got)
+	}
+	s := c.McpServers["remote"]
+	if !slices.Equal(s.MissingVars, []string{"REMOTE_TOKEN"}) || !slices.Equal(s.SecretVars, []string{"REMOTE_TOKEN", "TEAM"}) {
+		t.Errorf("the server's variables: missing %v, referred to %v", s.MissingVars, s.SecretVars)
+	}
+	if c.Mcp["deploy"].Env["REGION"] != "eu" || s.HTTPHeaders["X-Team"] != "ops" {
+		t.Errorf("the variables that are set are not resolved: %+v %+v", c.Mcp["deploy"], s)
+	}
+
+	file = writeConfig(t, "[http.auth]\nbearer_token = \"${MY_TOKEN}\"\n")
+	if _, err := load(t, file, []string{"MY_TOKEN="}); err == nil || !strings.Contains(err.Error(), "MY_TOKEN") {
+		t.Errorf("troupe's own token, empty: %v", err)
+	}
+}
+
 // TestInvalidConfigIsRefusedWithSourceAndKey: every class of bad input is
 // refused at load, and the message says where (which layer) and which key.
 func TestInvalidConfigIsRefusedWithSourceAndKey(t *testing.T) {

@@ -72,6 +72,14 @@ type Config struct {
 	// BearerToken, when set, is sent as "Authorization: Bearer <token>". It
 	// never appears in errors or logs.
 	BearerToken string
+	// CredentialVars name the environment variables troupe's credential
+	// for the server comes from (bearer_token_env_var, ${NAME} in
+	// http_headers or env): an *AuthError names them, so a refusal says
+	// what to set. Names only, never values.
+	CredentialVars []string
+	// MissingVars are those of CredentialVars that are unset or empty:
+	// Dial fails at once with an *AuthError naming them, sending nothing.
+	MissingVars []string
 
 	// ClientInfo is how troupe introduces itself (initialize, or every
 	// request's _meta to a modern server).
@@ -189,8 +197,11 @@ type transport interface {
 type Client struct {
 	name string
 	log  *slog.Logger
-	h    Handlers
-	t    transport
+	// credentialVars name where troupe's credential comes from, for the
+	// hint of an *AuthError.
+	credentialVars []string
+	h              Handlers
+	t              transport
 
 	info    protocol.Implementation
 	version protocol.Version
@@ -242,20 +253,21 @@ func newClient(cfg Config, h Handlers) *Client {
 	}
 	life, end := context.WithCancel(context.Background())
 	return &Client{
-		name:        cfg.Name,
-		log:         log.With("server", cfg.Name),
-		h:           h,
-		life:        life,
-		endLife:     end,
-		flights:     map[string]*flight{},
-		requests:    map[string]context.CancelFunc{},
-		parked:      map[string]*parkedEntry{},
-		watched:     map[string]bool{},
-		relisten:    make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		clientInfo:  cfg.ClientInfo,
-		sampling:    cfg.Sampling,
-		parkTimeout: cmp.Or(cfg.ParkTimeout, DefaultParkTimeout),
+		name:           cfg.Name,
+		credentialVars: cfg.CredentialVars,
+		log:            log.With("server", cfg.Name),
+		h:              h,
+		life:           life,
+		endLife:        end,
+		flights:        map[string]*flight{},
+		requests:       map[string]context.CancelFunc{},
+		parked:         map[string]*parkedEntry{},
+		watched:        map[string]bool{},
+		relisten:       make(chan struct{}, 1),
+		done:           make(chan struct{}),
+		clientInfo:     cfg.ClientInfo,
+		sampling:       cfg.Sampling,
+		parkTimeout:    cmp.Or(cfg.ParkTimeout, DefaultParkTimeout),
 	}
 }
 
@@ -272,6 +284,11 @@ func newClient(cfg Config, h Handlers) *Client {
 // server's startup timeout). On failure everything Dial started is torn
 // down: the process group is killed and no goroutine is left.
 func Dial(ctx context.Context, cfg Config, h Handlers) (*Client, error) {
+	if len(cfg.MissingVars) > 0 {
+		// Without its credential the server would only refuse troupe (or,
+		// worse, run without the secret it needs): nothing is started.
+		return nil, &AuthError{Server: cfg.Name, Vars: cfg.MissingVars}
+	}
 	c := newClient(cfg, h)
 	var err error
 	switch {

@@ -159,8 +159,9 @@ func (h *httpTransport) failed(ctx context.Context, err error) error {
 	return h.c.closedErr()
 }
 
-// status checks an HTTP answer: 2xx passes; 404 on a session means the
-// session is gone (the connection ends); anything else is an error, an
+// status checks an HTTP answer: 2xx passes; 401 and 403 are an
+// *AuthError; 404 on a session means the session is gone (the connection
+// ends); anything else is an error, an
 // *RPCError when the body is a JSON-RPC error. The body is closed unless
 // the status passed.
 func (h *httpTransport) status(resp *http.Response, what string) error {
@@ -168,6 +169,11 @@ func (h *httpTransport) status(resp *http.Response, what string) error {
 		return nil
 	}
 	defer resp.Body.Close()
+	if authStatus(resp.StatusCode) {
+		// The body is not read out: it is the server's, and may echo
+		// what troupe sent.
+		return h.c.authError(resp.StatusCode)
+	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	if resp.StatusCode == http.StatusNotFound && h.sessionID() != "" {
 		h.c.lost(fmt.Errorf("the server no longer knows the session (HTTP 404 on %s)", what))
@@ -220,7 +226,7 @@ func (h *httpTransport) call(ctx context.Context, id int64, method string, param
 	if err != nil {
 		return nil, h.failed(ctx, err)
 	}
-	if method == protocol.MethodServerDiscover && h.c.version == "" && resp.StatusCode/100 == 4 {
+	if method == protocol.MethodServerDiscover && h.c.version == "" && resp.StatusCode/100 == 4 && !authStatus(resp.StatusCode) {
 		return nil, probeRefused(resp)
 	}
 	if method == protocol.MethodInitialize {

@@ -3,8 +3,10 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -75,6 +77,8 @@ const (
 	StateConnecting = "connecting"
 	StateReady      = "ready"
 	StateDown       = "down" // waiting to reconnect
+	// StateUnauthenticated (auth.go): down because troupe's credential
+	// is missing or refused.
 )
 
 // Server is the handle of one supervised downstream server: the proxied
@@ -116,7 +120,16 @@ func (d *Server) CallTool(ctx context.Context, tool string, args json.RawMessage
 	if c == nil {
 		return nil, &notConnected{server: d.name, state: state, why: err}
 	}
-	return c.CallTool(ctx, tool, args, obs)
+	res, err := c.CallTool(ctx, tool, args, obs)
+	var auth *AuthError
+	if errors.As(err, &auth) && auth.Status == http.StatusUnauthorized {
+		// The credential no longer works (revoked, expired): the
+		// connection is of no use, and the server is shown
+		// unauthenticated at once, not at the next ping. (A 403 may
+		// refuse this tool alone; the connection stays.)
+		d.runtime.System.Root.Send(d.pid, &connLost{client: c, err: err})
+	}
+	return res, err
 }
 
 // notConnected is the error of a call to a server that has no
@@ -346,9 +359,14 @@ func (dc *supervisor) dial(ctx actor.Context) {
 
 func (dc *supervisor) onDialed(ctx actor.Context, msg *dialed) {
 	if msg.err != nil {
-		dc.log.Warn("downstream: cannot connect; retrying", "err", msg.err, "in", dc.backoff)
-		dc.lastErr = msg.err
-		dc.handle.publish(nil, StateDown, msg.err, nil, false)
+		state, err := downState(msg.err)
+		if state == StateUnauthenticated {
+			dc.log.Warn("downstream: troupe's credential is missing or refused; retrying", "err", err, "in", dc.backoff)
+		} else {
+			dc.log.Warn("downstream: cannot connect; retrying", "err", err, "in", dc.backoff)
+		}
+		dc.lastErr = err
+		dc.handle.publish(nil, state, err, nil, false)
 		dc.retryLater(ctx)
 		return
 	}
@@ -439,12 +457,24 @@ type pingScheduled struct{ quiet }
 // failed (the client fails them when it closes); the tools stay listed so
 // names stay stable, and the server is dialled again after the backoff.
 func (dc *supervisor) lost(ctx actor.Context, err error) {
+	state, err := downState(err)
 	dc.log.Warn("downstream: connection lost; reconnecting", "err", err, "in", dc.backoff)
 	c := dc.client
 	dc.client, dc.lastErr = nil, err
-	dc.handle.publish(nil, StateDown, err, nil, false)
+	dc.handle.publish(nil, state, err, nil, false)
 	dc.goWork(func() { _ = c.Close() })
 	dc.retryLater(ctx)
+}
+
+// downState is the state of a server whose connection failed with err,
+// and the error to show: unauthenticated with the *AuthError alone (its
+// hint, without the wrapping that says which request met it) when the
+// server wants a credential troupe cannot give, else down with err.
+func downState(err error) (string, error) {
+	if auth, ok := AsAuthError(err); ok {
+		return StateUnauthenticated, auth
+	}
+	return StateDown, err
 }
 
 func (dc *supervisor) retryLater(ctx actor.Context) {

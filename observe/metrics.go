@@ -117,7 +117,7 @@ func newMetrics(h *Hub) *metrics {
 		}, []string{"profile"}),
 		downstreamState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "troupe_downstream_state",
-			Help: "Downstream MCP servers' state: 1 for the server's current state (connecting, ready, failed, closed), 0 for the others.",
+			Help: "Downstream MCP servers' state: 1 for the server's current state (connecting, ready, failed, closed, unauthenticated: troupe's credential for it is missing or refused), 0 for the others.",
 		}, []string{"server", "state"}),
 		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "troupe_downstream_reconnects_total",

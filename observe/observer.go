@@ -287,8 +287,8 @@ func (h *Hub) DownstreamChanged(server, state string) {
 	if h == nil {
 		return
 	}
-	states := [...]string{"connecting", "ready", "failed", "closed", labelOther}
-	state = oneOf(state, states[:4]...)
+	states := [...]string{"connecting", "ready", "failed", "closed", "unauthenticated", labelOther}
+	state = oneOf(state, states[:5]...)
 	h.mu.Lock()
 	d := h.downstreams[server]
 	if d == nil {

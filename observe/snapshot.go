@@ -117,7 +117,9 @@ type CallInfo struct {
 type DownstreamStatus struct {
 	// Name is the server's name in the configuration.
 	Name string `json:"name"`
-	// State is connecting, ready, failed or closed.
+	// State is connecting, ready, down (reconnecting), unauthenticated
+	// (troupe's credential for it is missing or refused: Err names the
+	// variable to set), failed or closed.
 	State string `json:"state"`
 	// Tools counts the tools it offers (0 when unknown).
 	Tools int `json:"tools"`

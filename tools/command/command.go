@@ -56,6 +56,11 @@ type Definition struct {
 	// Env is the tool's environment on top of the baseline (values
 	// resolved; they may be secrets).
 	Env map[string]string
+	// MissingVars name the environment variables Env and Args refer to
+	// ("${NAME}" in the config) that are unset or empty: the tool is
+	// built all the same, and each call fails as unauthenticated naming
+	// them, before anything runs or anyone is asked to approve it.
+	MissingVars []string
 
 	// InputSchema is the arguments' JSON Schema, root type "object"; nil
 	// means no arguments at all.
@@ -297,6 +302,15 @@ type prepared struct {
 // prepare resolves a call's argv, working directory and environment.
 func (t *commandTool) prepare(req *tools.Request) (*prepared, error) {
 	name := t.def.Name
+	if vars := t.def.MissingVars; len(vars) > 0 {
+		plural := "variable"
+		if len(vars) > 1 {
+			plural = "variables"
+		}
+		return nil, tools.Errorf(tools.KindUnauthenticated,
+			"%s needs a credential troupe does not have: set the environment %s %s (unset or empty) in troupe's environment",
+			name, plural, strings.Join(vars, ", "))
+	}
 	raw := req.Arguments
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")

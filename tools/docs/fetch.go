@@ -87,6 +87,14 @@ func (t *fetchTool) Call(ctx context.Context, req *tools.Request) (*protocol.Cal
 		return nil, t.failure(ctx, callCtx, u, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		// The page is not public: docs.fetch sends no credential (there
+		// is none to configure), and the refusal's body is the site's
+		// login page or error, not documentation, so it is not shown.
+		return nil, tools.Errorf(tools.KindUnauthenticated,
+			"%s answered HTTP %d %s: the page needs a credential, and %s sends none (it reads public pages only); fetch a public page instead",
+			pageOf(resp.Request.URL), resp.StatusCode, http.StatusText(resp.StatusCode), Name)
+	}
 
 	res, err := t.read(resp, limit)
 	if err != nil {
@@ -249,4 +257,10 @@ func (t *fetchTool) failure(ctx, callCtx context.Context, u *url.URL, err error)
 		return tools.Errorf(tools.KindUnavailable, "%s did not answer in time", host)
 	}
 	return tools.Errorf(tools.KindUnavailable, "fetching %s failed: the connection to %s did not work", u, host)
+}
+
+// pageOf is u without its query and fragment, for an error: a redirect's
+// target may carry a one-time token in its query.
+func pageOf(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }

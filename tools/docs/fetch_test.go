@@ -165,6 +165,38 @@ func TestStatusIsAResult(t *testing.T) {
 	}
 }
 
+// A page that needs a credential (401, 403, also after a redirect) is
+// unauthenticated: docs.fetch sends none, and the site's refusal page,
+// which may echo what it was sent, is not passed on.
+func TestCredentialRefusalIsUnauthenticated(t *testing.T) {
+	const echoed = "session-cookie-9f3a"
+	w := newWeb(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/private", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("WWW-Authenticate", `Bearer realm="docs"`)
+		rw.Header().Set("Content-Type", "text/html")
+		rw.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(rw, "<p>Sign in. You sent "+echoed+"</p>")
+	})
+	mux.HandleFunc("/staff", func(rw http.ResponseWriter, r *http.Request) {
+		rw.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(rw, "forbidden: "+echoed)
+	})
+	mux.Handle("/to-private", http.RedirectHandler("/private?token="+echoed, http.StatusFound))
+	w.serve(mux, "docs.example")
+	f := newFetcher(t, w.options("docs.example"))
+	ctx := testCtx(t, 10*time.Second)
+
+	for path, status := range map[string]string{"/private": "HTTP 401 Unauthorized", "/staff": "HTTP 403 Forbidden",
+		"/to-private": "HTTP 401 Unauthorized"} {
+		_, err := f.fetch(ctx, map[string]any{"url": "http://docs.example" + path})
+		te := wantToolError(t, err, tools.KindUnauthenticated, status, "sends none")
+		if te != nil && strings.Contains(te.Message, echoed) {
+			t.Errorf("%s: the error passes on the site's answer: %q", path, te.Message)
+		}
+	}
+}
+
 func TestUnsupportedContent(t *testing.T) {
 	w := newWeb(t)
 	mux := http.NewServeMux()

@@ -316,6 +316,7 @@ func (t *tool) failure(ctx context.Context, req *tools.Request, err error) error
 	name := t.srv.Name()
 	var rpc *downstream.RPCError
 	var input *downstream.InputRequired
+	var auth *downstream.AuthError
 	switch {
 	case errors.As(err, &input):
 		for _, raw := range input.Requests {
@@ -329,6 +330,11 @@ func (t *tool) failure(ctx context.Context, req *tools.Request, err error) error
 		return &tools.InputRequired{Requests: input.Requests, State: []byte(input.State)}
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.As(err, &auth):
+		// A credential troupe holds for the server is missing or was
+		// refused: the hint names the variable to set, never its value
+		// nor the server's answer.
+		return tools.Errorf(tools.KindUnauthenticated, "%s: %v", t.spec.Name, auth)
 	case errors.Is(err, downstream.ErrParkedGone):
 		return tools.Errorf(tools.KindUnavailable, "%s: %v", t.spec.Name, err)
 	case errors.As(err, &rpc):

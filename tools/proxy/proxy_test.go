@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -112,6 +113,12 @@ func TestErrorsMap(t *testing.T) {
 	}{
 		{&downstream.RPCError{Code: -32602, Message: "bad params"}, proxy.KindDownstreamError, "bad params"},
 		{downstream.ErrClosed, tools.KindUnavailable, "not connected"},
+		// A refused or missing credential, also as the reason a server is
+		// not connected: unauthenticated, naming the variable.
+		{fmt.Errorf("upstream: %w", &downstream.AuthError{Server: "down", Status: 401, Vars: []string{"DOWN_TOKEN"}}),
+			tools.KindUnauthenticated, "check the token in the environment variable DOWN_TOKEN"},
+		{errors.Join(downstream.ErrClosed, &downstream.AuthError{Server: "down", Vars: []string{"DOWN_TOKEN"}}),
+			tools.KindUnauthenticated, "set the environment variable DOWN_TOKEN"},
 	} {
 		tl, _ := proxy.Tool(&fakeServer{err: c.err}, json.RawMessage(listed), proxy.Options{})
 		_, err := tl.Call(context.Background(), &tools.Request{Arguments: json.RawMessage(`{}`)})
