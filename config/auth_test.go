@@ -399,3 +399,12 @@ func TestClusterFingerprintCoversAuth(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthTokensKeyOfASubTable(t *testing.T) {
+	file := writeConfig(t, "[[auth.tokens]]\nname = \"ci\"\ntoken_env = \"A\"\ncalls_per_minute = 5\n")
+	_, err := load(t, file, []string{"HOME=/nonexistent", "A=a"})
+	want := "config file " + file + ":4: auth.tokens[1].calls_per_minute: unknown key (did you mean auth.tokens[1].rate.calls_per_minute?)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got  %v\nwant %s", err, want)
+	}
+}

@@ -187,7 +187,15 @@ func unknownKey(t reflect.Type, path []string, v any) issue {
 		is.note = fmt.Sprintf("%s is a key of [mcp.<name>], for command tools; [mcp_servers.<name>] declares a downstream MCP server", k)
 		return is
 	}
-	// The same key in another table: put in the wrong one.
+	// The same key in a table below this one ("calls_per_minute" in an
+	// [[auth.tokens]] entry is its rate.calls_per_minute), else in another
+	// table: put in the wrong one.
+	for _, full := range knownKeys(t, parent) {
+		if full[len(full)-1] == k && len(full) > len(path) && !slices.Contains(full, "<name>") {
+			is.suggest = full
+			return is
+		}
+	}
 	for _, full := range knownKeys(configType, nil) {
 		if full[len(full)-1] == k && len(full) > 1 && !slices.Contains(full, "<name>") {
 			is.suggest = full
