@@ -79,9 +79,7 @@ type reloadRule struct {
 // the sandbox's limits), which every reload rebuilds.
 var reloadRules = []reloadRule{
 	{key: "logging.level", part: func(c *config.Config) any { return c.Logging.Level }, apply: setLogLevel},
-	// The tokens as resolved (a token_env naming another variable, or the
-	// variable's new value, is a change), OAuth and the operators.
-	{key: "auth", part: func(c *config.Config) any { return [3]any{staticTokens(c), c.Auth.OAuth, c.Auth.Operators} }, apply: setAuth},
+	{key: "auth", part: func(c *config.Config) any { return staticTokens(c) }, apply: setAuth},
 
 	{key: "logging.format", part: func(c *config.Config) any { return c.Logging.Format }},
 	{key: "[server]", part: func(c *config.Config) any { return c.Server }},
