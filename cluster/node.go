@@ -447,7 +447,8 @@ func splitHostPort(addr string) (string, int, error) {
 // Info is Status as the operators' views show it (package observe).
 func (n *Node) Info() observe.ClusterInfo {
 	s := n.Status()
-	info := observe.ClusterInfo{Node: s.Self, Ready: s.Ready, Members: make([]observe.MemberInfo, 0, len(s.Members))}
+	info := observe.ClusterInfo{Node: s.Self, Ready: s.Ready, Members: make([]observe.MemberInfo, 0, len(s.Members)),
+		LimitFallbacks: n.limits.fallbacks.Load()}
 	for _, m := range s.Members {
 		info.Members = append(info.Members, observe.MemberInfo{ID: m.ID, Address: m.Address, Self: m.Self, RTTSeconds: m.RTT.Seconds()})
 	}
