@@ -221,6 +221,10 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		// name the node from now on: the front sends a retry or a read to
 		// the node that can serve it (mcphttp/cluster.go).
 		host.SetNode(node.Self())
+		// Limits count on the cluster's store from now on (before HTTP
+		// serves): one owner per identity's bucket, so a limit holds for
+		// the cluster, not per node.
+		a.limitStore.Set(node.Limits())
 		defer node.Close() // after the front has drained: the node's sessions have ended
 	}
 	var web *httpFront
