@@ -43,10 +43,12 @@ type nodeLimits struct {
 	timeout  time.Duration
 
 	// held records, per key, where each slot this node took is counted
-	// (the owner's member id, or "" for fallback), so Release gives it
-	// back where it was taken even when the key's owner has changed since.
-	mu   sync.Mutex
-	held map[string][]string
+	// (the owner's member id, or "" for fallback) and its number, so
+	// Release gives it back where it was taken even when the key's owner
+	// has changed since.
+	mu    sync.Mutex
+	held  map[string][]heldSlot
+	slots atomic.Uint64 // the last slot number given
 
 	downMu sync.Mutex
 	down   map[string]time.Time // owner → when it last failed to answer
@@ -59,7 +61,7 @@ type nodeLimits struct {
 
 func newNodeLimits(n *Node) *nodeLimits {
 	return &nodeLimits{n: n, owned: newOwnedLimits(), fallback: limits.NewLocal(), timeout: ownerTimeout,
-		held: map[string][]string{}, down: map[string]time.Time{}}
+		held: map[string][]heldSlot{}, down: map[string]time.Time{}}
 }
 
 // Limits is the cluster's store of limit counters: give it to the host
@@ -133,28 +135,41 @@ func (l *nodeLimits) Take(key string, perMinute int) (bool, time.Duration) {
 	return l.fallback.Take(key, perMinute)
 }
 
+// heldSlot is a slot this node took: at which owner ("" for fallback),
+// under which number.
+type heldSlot struct {
+	owner string
+	n     uint64
+}
+
 // Acquire implements limits.Store.
 func (l *nodeLimits) Acquire(key string, max int) bool {
 	if max <= 0 {
 		return true
 	}
 	member, address, local := l.owner(key)
+	slot := heldSlot{owner: member, n: l.slots.Add(1)}
 	var ok bool
 	switch {
 	case local:
-		ok = l.owned.acquire(key, max, l.n.self)
+		ok = l.owned.acquire(key, max, l.n.self, slot.n)
 	default:
-		res, err := l.ask(member, address, &wire.LimitAcquire{Key: key, Max: int32(min(max, 1<<31-1)), Holder: l.n.self})
+		res, err := l.ask(member, address, &wire.LimitAcquire{Key: key, Max: int32(min(max, 1<<31-1)), Holder: l.n.self, Slot: slot.n})
 		if got, isAnswer := res.(*wire.LimitAcquired); err == nil && isAnswer {
 			ok = got.GetOk()
-		} else {
-			l.unreachable(member, err)
-			member, ok = "", l.fallback.Acquire(key, max)
+			break
 		}
+		if !errors.Is(err, errOwnerDown) {
+			// The question may yet arrive and take a slot: this release,
+			// sent after it on the same stream, gives it back.
+			l.send(member, &wire.LimitRelease{Key: key, Holder: l.n.self, Slot: slot.n})
+		}
+		l.unreachable(member, err)
+		slot.owner, ok = "", l.fallback.Acquire(key, max)
 	}
 	if ok {
 		l.mu.Lock()
-		l.held[key] = append(l.held[key], member)
+		l.held[key] = append(l.held[key], slot)
 		l.mu.Unlock()
 	}
 	return ok
@@ -169,24 +184,29 @@ func (l *nodeLimits) Release(key string) {
 		l.mu.Unlock()
 		return // never taken (no limit, or refused)
 	}
-	member := at[len(at)-1]
+	slot := at[len(at)-1]
 	if len(at) == 1 {
 		delete(l.held, key)
 	} else {
 		l.held[key] = at[:len(at)-1]
 	}
 	l.mu.Unlock()
-	switch {
-	case member == "":
+	switch slot.owner {
+	case "":
 		l.fallback.Release(key)
-	case member == l.n.self:
-		l.owned.release(key, member)
+	case l.n.self:
+		l.owned.release(key, slot.owner, slot.n)
 	default:
-		if address, live := l.n.topology.Load().Address(member); live {
-			// Not answered: the remote keeps the order of what one node
-			// sends another, so it arrives after the Acquire it undoes.
-			l.n.system.Root.Send(actor.NewPID(address, limitsName), &wire.LimitRelease{Key: key, Holder: l.n.self})
-		}
+		l.send(slot.owner, &wire.LimitRelease{Key: key, Holder: l.n.self, Slot: slot.n})
+	}
+}
+
+// send sends a message that is not answered to member's limits actor, if
+// it is still a member. The remote keeps the order of what one node sends
+// another, so a release arrives after the acquire it undoes.
+func (l *nodeLimits) send(member string, msg any) {
+	if address, live := l.n.topology.Load().Address(member); live {
+		l.n.system.Root.Send(actor.NewPID(address, limitsName), msg)
 	}
 }
 

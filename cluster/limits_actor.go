@@ -25,8 +25,8 @@ func (a *limitsActor) Receive(ctx actor.Context) {
 		ok, wait := a.owned.take(m.GetKey(), int(m.GetPerMinute()))
 		ctx.Respond(&wire.LimitTaken{Ok: ok, RetryAfterMs: wait.Milliseconds()})
 	case *wire.LimitAcquire:
-		ctx.Respond(&wire.LimitAcquired{Ok: a.owned.acquire(m.GetKey(), int(m.GetMax()), m.GetHolder())})
+		ctx.Respond(&wire.LimitAcquired{Ok: a.owned.acquire(m.GetKey(), int(m.GetMax()), m.GetHolder(), m.GetSlot())})
 	case *wire.LimitRelease:
-		a.owned.release(m.GetKey(), m.GetHolder())
+		a.owned.release(m.GetKey(), m.GetHolder(), m.GetSlot())
 	}
 }

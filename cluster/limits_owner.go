@@ -8,19 +8,28 @@ import (
 )
 
 // ownedLimits are the counters of the keys this node owns (keyOwner): the
-// buckets, and the slots each holder member has taken. Other members reach
-// them through the limits actor, this node directly; the counters of a
-// holder that left the cluster are dropped (drop), so its slots are not
-// lost for good. Safe for concurrent use.
+// buckets, and the slots each holder member has taken, each under the
+// holder's own number for it. Other members reach them through the limits
+// actor, this node directly. A slot is given back by its number, so a
+// release that arrives twice, or for an acquire whose answer came too late
+// to count, frees nothing else; the slots of a holder that left the
+// cluster are dropped (drop), so they are not lost for good. Safe for
+// concurrent use.
 type ownedLimits struct {
 	buckets limits.Store
 
 	mu    sync.Mutex
-	slots map[string]map[string]int // key → holder member → slots
+	slots map[string]map[slotRef]struct{} // key → the slots taken
+}
+
+// slotRef names one slot: its holder member and the holder's number for it.
+type slotRef struct {
+	holder string
+	n      uint64
 }
 
 func newOwnedLimits() *ownedLimits {
-	return &ownedLimits{buckets: limits.NewLocal(), slots: map[string]map[string]int{}}
+	return &ownedLimits{buckets: limits.NewLocal(), slots: map[string]map[slotRef]struct{}{}}
 }
 
 // take takes one call from key's bucket.
@@ -28,41 +37,37 @@ func (o *ownedLimits) take(key string, perMinute int) (bool, time.Duration) {
 	return o.buckets.Take(key, perMinute)
 }
 
-// acquire takes one of max slots of key for holder: max counts the slots
-// of every holder.
-func (o *ownedLimits) acquire(key string, max int, holder string) bool {
+// acquire takes one of max slots of key for holder, numbered n: max counts
+// the slots of every holder. A slot already held is held (true).
+func (o *ownedLimits) acquire(key string, max int, holder string, n uint64) bool {
 	if max <= 0 {
 		return true
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	total := 0
-	for _, n := range o.slots[key] {
-		total += n
+	taken := o.slots[key]
+	ref := slotRef{holder, n}
+	if _, ok := taken[ref]; ok {
+		return true
 	}
-	if total >= max {
+	if len(taken) >= max {
 		return false
 	}
-	byHolder := o.slots[key]
-	if byHolder == nil {
-		byHolder = map[string]int{}
-		o.slots[key] = byHolder
+	if taken == nil {
+		taken = map[slotRef]struct{}{}
+		o.slots[key] = taken
 	}
-	byHolder[holder]++
+	taken[ref] = struct{}{}
 	return true
 }
 
-// release gives back one of holder's slots of key (none held: nothing).
-func (o *ownedLimits) release(key, holder string) {
+// release gives back holder's slot n of key (not held: nothing).
+func (o *ownedLimits) release(key, holder string, n uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	byHolder := o.slots[key]
-	if byHolder[holder] > 1 {
-		byHolder[holder]--
-		return
-	}
-	delete(byHolder, holder)
-	if len(byHolder) == 0 {
+	taken := o.slots[key]
+	delete(taken, slotRef{holder, n})
+	if len(taken) == 0 {
 		delete(o.slots, key)
 	}
 }
@@ -72,9 +77,13 @@ func (o *ownedLimits) release(key, holder string) {
 func (o *ownedLimits) drop(holder string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for key, byHolder := range o.slots {
-		delete(byHolder, holder)
-		if len(byHolder) == 0 {
+	for key, taken := range o.slots {
+		for ref := range taken {
+			if ref.holder == holder {
+				delete(taken, ref)
+			}
+		}
+		if len(taken) == 0 {
 			delete(o.slots, key)
 		}
 	}
@@ -84,9 +93,5 @@ func (o *ownedLimits) drop(holder string) {
 func (o *ownedLimits) held(key string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	total := 0
-	for _, n := range o.slots[key] {
-		total += n
-	}
-	return total
+	return len(o.slots[key])
 }

@@ -5,14 +5,18 @@ import "testing"
 func TestOwnedLimitsCountSlotsOfEveryHolderAndDropAHolderThatLeft(t *testing.T) {
 	o := newOwnedLimits()
 	const key = "token:ci\x00calls"
-	if !o.acquire(key, 3, "a") || !o.acquire(key, 3, "b") || !o.acquire(key, 3, "b") {
+	if !o.acquire(key, 3, "a", 1) || !o.acquire(key, 3, "b", 1) || !o.acquire(key, 3, "b", 2) {
 		t.Fatal("three slots of three were refused")
 	}
-	if o.acquire(key, 3, "a") {
+	if o.acquire(key, 3, "a", 2) {
 		t.Fatal("a fourth slot of three was given")
 	}
-	o.release(key, "a")
-	o.release(key, "a") // a holds none now: nothing to give back
+	if !o.acquire(key, 3, "a", 1) {
+		t.Fatal("a slot already held was refused to its holder")
+	}
+	o.release(key, "a", 1)
+	o.release(key, "a", 1) // released twice: nothing more to give back
+	o.release(key, "a", 7) // never taken (an acquire that timed out)
 	if got := o.held(key); got != 2 {
 		t.Fatalf("held after a's release = %d, want 2 (b's)", got)
 	}
@@ -20,12 +24,12 @@ func TestOwnedLimitsCountSlotsOfEveryHolderAndDropAHolderThatLeft(t *testing.T) 
 	if got := o.held(key); got != 0 {
 		t.Fatalf("held after b left = %d, want 0", got)
 	}
-	for range 3 {
-		if !o.acquire(key, 3, "a") {
+	for n := range uint64(3) {
+		if !o.acquire(key, 3, "a", 10+n) {
 			t.Fatal("the slots b held were not given back when it left")
 		}
 	}
-	if !o.acquire("other", 0, "a") {
+	if !o.acquire("other", 0, "a", 1) {
 		t.Fatal("max 0 (no limit) refused")
 	}
 }

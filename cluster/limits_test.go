@@ -156,3 +156,32 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An acquire whose answer comes too late is undone on the owner: the node
+// decided without it, so the slot the owner took must not stay taken.
+func TestLimitsAnAcquireThatTimedOutLeavesNoSlotOnTheOwner(t *testing.T) {
+	a, b := limitsNode(t), limitsNode(t)
+	members := []Member{memberOf(a), memberOf(b)}
+	see(members, a, b)
+	key := keyOwnedBy(t, a.self, members, "\x00sessions")
+
+	b.limits.timeout = time.Nanosecond // the answer cannot come in time
+	if !b.Limits().Acquire(key, 1) {
+		t.Fatal("the node's own counters refused the only slot")
+	}
+	if got := b.limits.fallbacks.Load(); got != 1 {
+		t.Fatalf("fallbacks = %d, want 1", got)
+	}
+	// The acquire reached a and was undone after it: a's slot is free.
+	// (Give both messages time to arrive first: a's own acquire below
+	// would otherwise race b's.)
+	time.Sleep(200 * time.Millisecond)
+	waitFor(t, func() bool { return a.limits.owned.held(key) == 0 }, "the late acquire to be undone on the owner")
+	if !a.Limits().Acquire(key, 1) {
+		t.Fatal("the owner's only slot stayed taken by an acquire that timed out")
+	}
+	b.Limits().Release(key) // taken on b's own counters: given back there
+	if !b.limits.fallback.Acquire(key, 1) {
+		t.Fatal("the fallback slot was not given back")
+	}
+}

@@ -565,14 +565,15 @@ func (x *LimitTaken) GetRetryAfterMs() int64 {
 }
 
 // LimitAcquire asks the owner of a key for one of max slots of it, held by
-// the member holder (the asking node): the owner counts slots per holder
-// and drops a holder's when it leaves the cluster. Answered by
-// LimitAcquired.
+// the member holder (the asking node) under the holder's number slot: the
+// owner keeps slots per holder and drops a holder's when it leaves the
+// cluster. Answered by LimitAcquired.
 type LimitAcquire struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	Max           int32                  `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
 	Holder        string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
+	Slot          uint64                 `protobuf:"varint,4,opt,name=slot,proto3" json:"slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -628,6 +629,13 @@ func (x *LimitAcquire) GetHolder() string {
 	return ""
 }
 
+func (x *LimitAcquire) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
 // LimitAcquired answers LimitAcquire.
 type LimitAcquired struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -673,12 +681,15 @@ func (x *LimitAcquired) GetOk() bool {
 	return false
 }
 
-// LimitRelease gives back one slot of key that holder took from the
-// receiving owner (not answered).
+// LimitRelease gives back the slot of key that holder took under the
+// number slot (not answered). A slot the owner does not hold is nothing to
+// give back; a holder whose LimitAcquire timed out sends it too, so an
+// answer that came late does not leave the slot taken.
 type LimitRelease struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	Holder        string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	Slot          uint64                 `protobuf:"varint,3,opt,name=slot,proto3" json:"slot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -727,6 +738,13 @@ func (x *LimitRelease) GetHolder() string {
 	return ""
 }
 
+func (x *LimitRelease) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
 var File_cluster_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_wire_wire_proto_rawDesc = "" +
@@ -770,16 +788,18 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\n" +
 	"LimitTaken\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12$\n" +
-	"\x0eretry_after_ms\x18\x02 \x01(\x03R\fretryAfterMs\"J\n" +
+	"\x0eretry_after_ms\x18\x02 \x01(\x03R\fretryAfterMs\"^\n" +
 	"\fLimitAcquire\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x05R\x03max\x12\x16\n" +
-	"\x06holder\x18\x03 \x01(\tR\x06holder\"\x1f\n" +
+	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x12\n" +
+	"\x04slot\x18\x04 \x01(\x04R\x04slot\"\x1f\n" +
 	"\rLimitAcquired\x12\x0e\n" +
-	"\x02ok\x18\x01 \x01(\bR\x02ok\"8\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\"L\n" +
 	"\fLimitRelease\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
-	"\x06holder\x18\x02 \x01(\tR\x06holderB\x15Z\x13troupe/cluster/wireb\x06proto3"
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x12\n" +
+	"\x04slot\x18\x03 \x01(\x04R\x04slotB\x15Z\x13troupe/cluster/wireb\x06proto3"
 
 var (
 	file_cluster_wire_wire_proto_rawDescOnce sync.Once
