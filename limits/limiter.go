@@ -39,21 +39,30 @@ type Rules struct {
 
 // Limiter applies Rules to a Store. Its rules change with Set (a reload)
 // and apply to the requests that come after; what a running call or a
-// live session holds is given back to the key it was taken from.
+// live session holds is given back to the store and key it was taken
+// from.
 type Limiter struct {
-	store Store
+	store atomic.Pointer[storeRef]
 	rules atomic.Pointer[Rules]
 }
 
+type storeRef struct{ Store }
+
 // NewLimiter returns a Limiter of rules over store.
 func NewLimiter(store Store, rules Rules) *Limiter {
-	l := &Limiter{store: store}
+	l := &Limiter{}
+	l.UseStore(store)
 	l.Set(rules)
 	return l
 }
 
 // Set replaces the rules for later requests.
 func (l *Limiter) Set(rules Rules) { l.rules.Store(&rules) }
+
+// UseStore makes later requests count in store: a cluster node's, once
+// the node has joined (after the sessions' Host is made). What was
+// counted in the last store stays there.
+func (l *Limiter) UseStore(store Store) { l.store.Store(&storeRef{store}) }
 
 // The suffixes of an identity's keys in the Store.
 const (
@@ -163,14 +172,18 @@ func keyOf(who *identity.Identity) (key, name string) {
 // ones (it was made) and holds no slot.
 func (l *Limiter) Call(who *identity.Identity, tool string) (release func(), over *Exceeded) {
 	e := l.rules.Load().effective(who)
-	key, name := keyOf(who)
 	release = func() {}
+	if e.calls.n <= 0 && e.rate.n <= 0 && (len(e.globs) == 0 || tool == "") {
+		return release, nil // nothing to count (no limits configured)
+	}
+	key, name := keyOf(who)
+	store := l.store.Load().Store
 	if e.calls.n > 0 {
-		if !l.store.Acquire(key+suffixCalls, e.calls.n) {
+		if !store.Acquire(key+suffixCalls, e.calls.n) {
 			return nil, &Exceeded{Identity: name, What: strconv.Itoa(e.calls.n) + " concurrent calls",
 				Key: e.calls.key, RetryAfter: slotRetry}
 		}
-		release = onceRelease(l.store, key+suffixCalls)
+		release = onceRelease(store, key+suffixCalls)
 	}
 	if tool != "" {
 		for _, g := range e.globs {
@@ -178,7 +191,7 @@ func (l *Limiter) Call(who *identity.Identity, tool string) (release func(), ove
 			if b.n <= 0 || !matches(g, tool) {
 				continue
 			}
-			if ok, wait := l.store.Take(key+suffixTool+g, b.n); !ok {
+			if ok, wait := store.Take(key+suffixTool+g, b.n); !ok {
 				release()
 				return nil, &Exceeded{Identity: name, What: strconv.Itoa(b.n) + " calls per minute of " + g,
 					Key: b.key, RetryAfter: wait}
@@ -186,7 +199,7 @@ func (l *Limiter) Call(who *identity.Identity, tool string) (release func(), ove
 		}
 	}
 	if e.rate.n > 0 {
-		if ok, wait := l.store.Take(key+suffixRate, e.rate.n); !ok {
+		if ok, wait := store.Take(key+suffixRate, e.rate.n); !ok {
 			release()
 			return nil, &Exceeded{Identity: name, What: strconv.Itoa(e.rate.n) + " calls per minute",
 				Key: e.rate.key, RetryAfter: wait}
@@ -203,11 +216,12 @@ func (l *Limiter) Session(who *identity.Identity) (release func(), over *Exceede
 		return func() {}, nil
 	}
 	key, name := keyOf(who)
-	if !l.store.Acquire(key+suffixSessions, e.sessions.n) {
+	store := l.store.Load().Store
+	if !store.Acquire(key+suffixSessions, e.sessions.n) {
 		return nil, &Exceeded{Identity: name, What: strconv.Itoa(e.sessions.n) + " sessions",
 			Key: e.sessions.key, RetryAfter: slotRetry}
 	}
-	return onceRelease(l.store, key+suffixSessions), nil
+	return onceRelease(store, key+suffixSessions), nil
 }
 
 // onceRelease gives key's slot back the first time it runs, so a release
