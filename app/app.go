@@ -11,7 +11,6 @@ import (
 
 	"troupe/config"
 	"troupe/gate/approvalstate"
-	"troupe/limits"
 	"troupe/redact"
 	"troupe/sandbox"
 	"troupe/tools"
@@ -62,11 +61,6 @@ type App struct {
 	writable    config.RunWritable
 	approvals   *approvalstate.Sealer
 	obs         *observing // nil: nobody could see it (observe.go)
-	// limitStore keeps the identities' limit counters (the host's
-	// limits.Limiter counts on it): this process's memory, switched to the
-	// cluster's once a node has joined (Run), so a limit holds for the
-	// cluster as a whole.
-	limitStore *limits.Switch
 
 	// mu orders registry builds: reloads, and rebuilds when a downstream
 	// server's tools change. It guards cfg and run.
@@ -145,8 +139,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		ws.Close()
 		return refuse(false, fmt.Errorf("cannot set up the process sandbox: %w", err))
 	}
-	a := &App{opts: opts, log: log, regLog: tools.WarnOnce(log), ws: ws, sb: sb, writable: writable, cfg: cfg, obs: obs,
-		limitStore: limits.NewSwitch(limits.NewLocal())}
+	a := &App{opts: opts, log: log, regLog: tools.WarnOnce(log), ws: ws, sb: sb, writable: writable, cfg: cfg, obs: obs}
 	fail := func(config bool, err error) (*App, error) {
 		obs.close()
 		ws.Close()

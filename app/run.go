@@ -230,7 +230,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		// Limits count on the cluster's store from now on (before HTTP
 		// serves): one owner per identity's bucket, so a limit holds for
 		// the cluster, not per node.
-		a.limitStore.Set(node.Limits())
+		lim.UseStore(node.Limits())
 		defer node.Close() // after the front has drained: the node's sessions have ended
 	}
 	var web *httpFront
