@@ -91,7 +91,7 @@ func (e *ConfigMismatchError) ConfigProblem() bool { return true }
 
 func (e *ConfigMismatchError) Error() string {
 	return fmt.Sprintf("this node's config differs from member %s's in [%s]: every node of a cluster must run "+
-		"the same tools, downstream servers, approvals and authentication; not joining",
+		"the same tools, downstream servers, limits per identity, approvals and authentication; not joining",
 		e.Member, strings.Join(e.Sections, "], ["))
 }
 
