@@ -29,13 +29,15 @@ const warnEvery = 10 * time.Second
 // owner member, keyOwner over the live members, which keeps the key's
 // bucket and slots (ownedLimits); the other members ask it over the remote
 // (the owner's limits actor). So a limit holds for the cluster as a whole,
-// not per node. A bucket lost with its owner starts full on the next owner.
+// not per node. A counter lost with its owner starts empty on the next
+// owner.
 //
 // When the owner cannot be reached within ownerTimeout, the node decides
-// with its own in-process counters (fallback): a limit then holds per node
-// until the membership drops the owner — fail-open, but bounded. Each such
-// decision is counted (Node.Info: LimitsFallbacks) and logged at most once
-// every warnEvery.
+// with its own in-process counters (fallback) for downFor, then asks
+// again: a limit then holds per node until the owner answers or the
+// membership drops it — fail-open, but bounded. Each such decision is
+// counted (Node.Info: LimitFallbacks) and logged at most once every
+// warnEvery.
 type nodeLimits struct {
 	n        *Node
 	owned    *ownedLimits

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"troupe/cluster/wire"
@@ -23,7 +25,8 @@ func (a *limitsActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *wire.LimitTake:
 		ok, wait := a.owned.take(m.GetKey(), int(m.GetPerMinute()))
-		ctx.Respond(&wire.LimitTaken{Ok: ok, RetryAfterMs: wait.Milliseconds()})
+		// Rounded up: a retry at the time promised must find a call free.
+		ctx.Respond(&wire.LimitTaken{Ok: ok, RetryAfterMs: int64((wait + time.Millisecond - 1) / time.Millisecond)})
 	case *wire.LimitAcquire:
 		ctx.Respond(&wire.LimitAcquired{Ok: a.owned.acquire(m.GetKey(), int(m.GetMax()), m.GetHolder(), m.GetSlot())})
 	case *wire.LimitRelease:
