@@ -25,7 +25,8 @@ import (
 //     takes each node's word for the limit, so the nodes must agree);
 //   - "approvals": [approvals] without its keys (the key is what the
 //     fingerprint is keyed with), but whether previous keys are set;
-//   - "auth": [http.auth].
+//   - "auth": [http.auth] and [auth] (the named tokens, with their values
+//     and their own limits, OAuth, the operators).
 var fingerprintSections = map[string]func(*Config) any{
 	"tools": func(c *Config) any {
 		return struct {
@@ -56,7 +57,12 @@ var fingerprintSections = map[string]func(*Config) any{
 			PreviousStateKeys bool
 		}{a, previous}
 	},
-	"auth": func(c *Config) any { return c.HTTP.Auth },
+	"auth": func(c *Config) any {
+		return struct {
+			HTTP HTTPAuth
+			Auth Auth
+		}{c.HTTP.Auth, c.Auth}
+	},
 }
 
 // ClusterFingerprint is, for each part of the configuration the nodes of

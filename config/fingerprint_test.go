@@ -79,6 +79,7 @@ func TestClusterFingerprint(t *testing.T) {
 		{`approvals.timeout="3m"`, []string{"approvals"}},
 		{`approvals.previous_state_keys=["` + hex.EncodeToString([]byte(strings.Repeat("p", 32))) + `"]`, []string{"approvals"}},
 		{`http.auth.bearer_token="another"`, []string{"auth"}},
+		{`auth.operators=["default"]`, []string{"auth"}},
 		{`http.listen="127.0.0.1:8080"`, nil},
 		{`limits.page_size=7`, nil},
 		{`limits.rate.calls_per_minute=60`, []string{"limits"}},
