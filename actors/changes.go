@@ -70,9 +70,18 @@ type startingCall struct {
 	method   bool
 	// The stateless era's retry members, as sent (callToolParams).
 	inputResponses, requestState json.RawMessage
+	// release gives back the identity's concurrency slot the call holds
+	// (limited); the call's end runs it (callContext.release), or apply
+	// when the call does not start. nil: none held.
+	release func()
 }
 
 func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Request) {
+	defer func() {
+		if c.release != nil { // the call did not start
+			c.release()
+		}
+	}()
 	// The call keeps its _meta (proxied tools pass it downstream).
 	if err := protocol.CheckSize("_meta", req.Meta, protocol.MaxMetaBytes); err != nil {
 		s.fail(req.ID, protocol.CodeInvalidParams, "invalid params: "+err.Error())
@@ -133,6 +142,7 @@ func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Reque
 	if c.meta.TimeoutMs != nil && *c.meta.TimeoutMs > 0 {
 		inv.requested = time.Duration(*c.meta.TimeoutMs) * time.Millisecond
 	}
+	inv.call.release, c.release = c.release, nil
 	call.pid, call.inv = s.invoker(ctx), inv
 	ctx.Send(call.pid, &startCall{inv: inv})
 	s.calls.add(req.ID, call)

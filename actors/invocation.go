@@ -120,6 +120,9 @@ type callContext struct {
 	// asker puts the call's questions to a person, as its era allows:
 	// over the session (handshake era) or in rounds (stateless era).
 	asker asker
+	// release gives back the identity's concurrency slot the call holds
+	// (SessionOptions.Limits); run once, as the call's record is made.
+	release func()
 }
 
 // The phases of a call's run (invocation.phase).
@@ -517,6 +520,12 @@ func excerpts(out *spool.Output) string {
 
 // audit gives the call's record to the audit writer, if there is one.
 func (inv *invocation) audit(outcome string) {
+	if release := inv.call.release; release != nil {
+		// Every call is recorded exactly once, however it ends: its end
+		// as its identity's limits see it.
+		inv.call.release = nil
+		release()
+	}
 	if inv.call.auditor == nil && inv.exec.observer == nil {
 		return
 	}

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"troupe/actors/transport"
+	"troupe/limits"
 	"troupe/protocol"
 )
 
 // What wraps every handler of the method table (table.go), innermost
-// first: the params check, the timing an observer sees, and the session's
-// state. The session itself answers a stateless-era request whose _meta
+// first: the params check, the timing an observer sees, the identity's
+// limits (counted methods only), and the session's state. The session itself answers a stateless-era request whose _meta
 // it refused and a method that has no row, before any of these.
 
 // wrap builds the handler the session runs for m: h inside troupe's
@@ -23,6 +24,9 @@ func wrap(m *method, h Handler, extra []Middleware) Handler {
 	}
 	if !m.isCall {
 		h = timed(m.name, h)
+	}
+	if m.counted {
+		h = limited(h)
 	}
 	h = checkState(m, h)
 	for _, mw := range extra {
@@ -55,6 +59,44 @@ func timed(name string, next Handler) Handler {
 		o.RequestServed(v.ID(), name, began)
 		return res, err
 	}
+}
+
+// limited counts a request against its identity's limits
+// (SessionOptions.Limits; nil: none) before it is served: past one it is
+// refused with CodeRateLimited. A request that becomes a call holds its
+// concurrency slot until the call's end (startingCall.release); any other
+// gives it back once answered. The identity is the request's, not the
+// session's: a session of another identity, or a new one, counts on the
+// same keys.
+func limited(next Handler) Handler {
+	return func(v SessionView, req *transport.Request) (any, error) {
+		lim := v.Options().Limits
+		if lim == nil {
+			return next(v, req)
+		}
+		tool := ""
+		if p, ok := req.Params.(*callToolParams); ok {
+			tool = p.Name
+		}
+		release, over := lim.Call(req.Identity, tool)
+		if over != nil {
+			return nil, rateLimited(over)
+		}
+		res, err := next(v, req)
+		if c, ok := res.(*startingCall); ok && err == nil {
+			c.release = release
+			return res, nil
+		}
+		release()
+		return res, err
+	}
+}
+
+// rateLimited is the refusal of a request over a limit: CodeRateLimited,
+// the limit and the setting that raises it, and when to retry.
+func rateLimited(over *limits.Exceeded) *Refusal {
+	return &Refusal{Code: protocol.CodeRateLimited, Message: over.Error(), Data: protocol.RateLimited{
+		Kind: protocol.KindRateLimited, RetryAfterSeconds: over.RetryAfterSeconds(), CorrelationID: newCorrelationID()}}
 }
 
 // checkState refuses what the session's state does not allow: nothing new

@@ -12,6 +12,7 @@ import (
 	"troupe/actors/transport"
 	"troupe/gate"
 	"troupe/gate/approvalstate"
+	"troupe/limits"
 	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/spool"
@@ -77,6 +78,12 @@ type SessionOptions struct {
 	// arguments and answered like a method of Methods (gateway.go). nil
 	// serves none: the methods are not found and not declared.
 	Gateway *tools.Registry
+	// Limits bounds each identity's counted requests (tools/call,
+	// prompts/get, resources/read, completion/complete): calls per minute,
+	// per tool glob, and at once. The identity is the request's
+	// (transport.Request.Identity; nil is stdio's local user), so no new
+	// session resets them. nil: no limits.
+	Limits *limits.Limiter
 	// Middleware wraps the handler of every MCP method, outside troupe's
 	// own (an operator's limits, tests that look at every request); nil
 	// adds none.

@@ -38,7 +38,11 @@ func (s *session) failWith(id jsonrpc2.ID, code int64, message string, data any)
 		s.fail(id, code, message)
 		return
 	}
-	s.log.Info("request rejected", "id", id.String(), "code", code, "error", message)
+	if rl, ok := data.(protocol.RateLimited); ok {
+		s.log.Info("request rejected", "id", id.String(), "code", code, "error", message, "correlation_id", rl.CorrelationID)
+	} else {
+		s.log.Info("request rejected", "id", id.String(), "code", code, "error", message)
+	}
 	s.send(&jsonrpc2.Response{ID: id, Error: protocol.NewError(code, message, data)})
 }
 

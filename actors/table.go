@@ -71,7 +71,10 @@ type method struct {
 	// tool list can change on a reload).
 	cache *protocol.CacheHint
 	// isCall: a tools/call, observed by its invocation from start to end.
-	isCall       bool
+	isCall bool
+	// counted: the request counts against its identity's limits
+	// (SessionOptions.Limits, middleware.go's limited).
+	counted      bool
 	handle       Handler
 	notification Notifier
 }
@@ -99,21 +102,22 @@ func newMethodTable(extra []Middleware) methodTable {
 		{name: protocol.MethodPing, eras: inHandshake, handle: ping},
 		{name: protocol.MethodToolsList, eras: inBoth, needsInit: true, strict: true, cache: cachePublic,
 			params: func() paramsType { return &listToolsParams{} }, handle: listTools},
-		{name: protocol.MethodToolsCall, eras: inBoth, needsInit: true, strict: true, isCall: true,
+		{name: protocol.MethodToolsCall, eras: inBoth, needsInit: true, strict: true, isCall: true, counted: true,
 			params: func() paramsType { return &callToolParams{} }, handle: callTool},
 		{name: protocol.MethodLoggingSetLevel, eras: inHandshake, needsInit: true, strict: true,
 			params: func() paramsType { return &setLevelParams{} }, handle: setLevel},
 		{name: protocol.MethodResourcesList, eras: inBoth, needsInit: true, cache: cachePrivate,
 			params: func() paramsType { return &pageParams{} }, handle: listResources},
-		{name: protocol.MethodResourcesRead, eras: inBoth, needsInit: true, strict: true, cache: cachePrivate,
+		{name: protocol.MethodResourcesRead, eras: inBoth, needsInit: true, strict: true, cache: cachePrivate, counted: true,
 			params: func() paramsType { return &readResourceParams{} }, handle: readResource},
 		{name: protocol.MethodResourcesTemplatesList, eras: inBoth, needsInit: true, cache: cachePrivate,
 			params: func() paramsType { return &pageParams{} }, handle: listResourceTemplates},
 		{name: protocol.MethodPromptsList, eras: inBoth, needsInit: true, cache: cachePrivate,
 			params: func() paramsType { return &pageParams{} }, handle: gatewayCall},
-		{name: protocol.MethodPromptsGet, eras: inBoth, needsInit: true, cache: cachePrivate,
+		{name: protocol.MethodPromptsGet, eras: inBoth, needsInit: true, cache: cachePrivate, counted: true,
 			params: func() paramsType { return &promptsGetParams{} }, handle: gatewayCall},
-		{name: protocol.MethodCompletionComplete, eras: inBoth, needsInit: true, cache: cachePrivate, handle: gatewayCall},
+		{name: protocol.MethodCompletionComplete, eras: inBoth, needsInit: true, cache: cachePrivate, counted: true,
+			handle: gatewayCall},
 		{name: protocol.MethodResourcesSubscribe, eras: inHandshake, needsInit: true, handle: gatewayCall},
 		{name: protocol.MethodResourcesUnsubscribe, eras: inHandshake, needsInit: true, handle: gatewayCall},
 		{name: protocol.MethodServerDiscover, eras: inStateless, cache: cachePublic, handle: discover},

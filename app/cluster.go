@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"troupe/config"
+	"troupe/limits"
 	"troupe/mcphttp"
 	"troupe/observe"
 )
@@ -25,6 +26,9 @@ type ClusterNode interface {
 	Self() string
 	// Info is the node's view of the cluster, for /status and /metrics.
 	Info() observe.ClusterInfo
+	// Limits is the cluster's store of limit counters (one owner member
+	// per key), which the host's limits count on once the node has joined.
+	Limits() limits.Store
 }
 
 // JoinCluster joins the cluster cfg's [cluster] table configures; lost is

@@ -12,6 +12,7 @@ import (
 
 	"troupe/actors"
 	"troupe/config"
+	"troupe/limits"
 	"troupe/mcphttp"
 )
 
@@ -95,7 +96,7 @@ func checkHTTPAddress(cfg *config.Config) (bool, error) {
 // when obs is not nil and metrics.listen does not serve them.
 // A cluster node's front (node not nil) forwards requests for sessions
 // other nodes own, and serves those they forward to it.
-func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.Logger, node ClusterNode) (*httpFront, error) {
+func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.Logger, node ClusterNode, lim *limits.Limiter) (*httpFront, error) {
 	h := cfg.HTTP
 	// Decide before binding: a refused address is never listened on.
 	loopback, err := checkHTTPAddress(cfg)
@@ -122,6 +123,7 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 		AllowedOrigins:       h.AllowedOrigins,
 		CheckHost:            loopback,
 		MaxSessions:          h.MaxSessions,
+		Limits:               lim,
 		MaxStatelessRequests: h.MaxStatelessRequests,
 		MaxSubscriptions:     h.MaxSubscriptions,
 		MaxBodyBytes:         int64(h.MaxBodyBytes),

@@ -80,11 +80,16 @@ type reloadRule struct {
 var reloadRules = []reloadRule{
 	{key: "logging.level", part: func(c *config.Config) any { return c.Logging.Level }, apply: setLogLevel},
 	{key: "auth", part: func(c *config.Config) any { return staticTokens(c) }, apply: setAuth},
+	{key: "limits.rate, limits.identity and the tokens' own", part: func(c *config.Config) any { return limitRules(c) }, apply: setLimits},
 
 	{key: "logging.format", part: func(c *config.Config) any { return c.Logging.Format }},
 	{key: "[server]", part: func(c *config.Config) any { return c.Server }},
 	{key: "[sessions]", part: func(c *config.Config) any { return c.Sessions }},
-	{key: "[limits]", part: func(c *config.Config) any { return c.Limits }},
+	{key: "[limits]", part: func(c *config.Config) any {
+		l := c.Limits
+		l.Rate, l.Identity = config.RateLimits{}, config.IdentityLimits{} // applied by the rule above
+		return l
+	}},
 	{key: "[http] (all but auth.bearer_token)", part: func(c *config.Config) any {
 		h := c.HTTP
 		h.Auth = config.HTTPAuth{}

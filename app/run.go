@@ -15,6 +15,7 @@ import (
 	"troupe/audit"
 	"troupe/config"
 	"troupe/gate"
+	"troupe/limits"
 	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/sandbox"
@@ -46,9 +47,12 @@ type RunOptions struct {
 // downstream servers and the HTTP front (nil when not serving HTTP).
 type running struct {
 	host *actors.Host
-	ds   *downstreams
-	gw   *gateway // what a reload offers new sessions (App.offerGateway)
-	web  *httpFront
+	// limits bounds each identity's requests and sessions (the sessions'
+	// and the HTTP front's one Limiter); a reload sets its rules.
+	limits *limits.Limiter
+	ds     *downstreams
+	gw     *gateway // what a reload offers new sessions (App.offerGateway)
+	web    *httpFront
 }
 
 // shutdownSlack is how long, beyond limits.shutdown_grace, Run waits for
@@ -97,6 +101,8 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 
 	hostOpts := a.hostOptions(cfg, spoolDir, auditLog)
+	lim := newLimiter(cfg)
+	hostOpts.Session.Limits = lim
 	gw := a.newGateway()
 	if gatewayOffered(cfg) {
 		hostOpts.Session.Gateway = gw.reg
@@ -143,7 +149,7 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		}
 	}
 	a.mu.Lock()
-	a.run = &running{host: host, ds: ds, gw: gw}
+	a.run = &running{host: host, ds: ds, gw: gw, limits: lim}
 	a.mu.Unlock()
 	a.obs.run(hostOpts.Session.Spool.Shared, ds)
 	defer func() {
@@ -221,11 +227,15 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		// name the node from now on: the front sends a retry or a read to
 		// the node that can serve it (mcphttp/cluster.go).
 		host.SetNode(node.Self())
+		// Limits count on the cluster's store from now on (before HTTP
+		// serves): one owner per identity's bucket, so a limit holds for
+		// the cluster, not per node.
+		lim.UseStore(node.Limits())
 		defer node.Close() // after the front has drained: the node's sessions have ended
 	}
 	var web *httpFront
 	if cfg.HTTP.Listen != "" {
-		if web, err = startHTTP(cfg, host, a.obs, log, node); err != nil {
+		if web, err = startHTTP(cfg, host, a.obs, log, node, lim); err != nil {
 			stopWorkers()
 			closeHost()
 			return fmt.Errorf("cannot serve HTTP: %w", err)

@@ -23,4 +23,9 @@
 // leaves, and its process exits to be restarted with a new identity, when
 // it is the odd one out of a split the library cannot heal by itself
 // (etcd lost it, most peers do not see it, or none answers it).
+//
+// Limits per identity hold for the cluster (Node.Limits, limits.go): each
+// counter's key has one owner member, the rendezvous hash of the key over
+// the live members, which every node computes alike; the others ask it
+// over the remote. A counter lost with its owner starts afresh elsewhere.
 package cluster

@@ -71,6 +71,7 @@ type Node struct {
 	forwards forwards
 	hops     hopStats
 	peers    peerViews
+	limits   *nodeLimits
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -90,7 +91,7 @@ func (e *ConfigMismatchError) ConfigProblem() bool { return true }
 
 func (e *ConfigMismatchError) Error() string {
 	return fmt.Sprintf("this node's config differs from member %s's in [%s]: every node of a cluster must run "+
-		"the same tools, downstream servers, approvals and authentication; not joining",
+		"the same tools, downstream servers, limits per identity, approvals and authentication; not joining",
 		e.Member, strings.Join(e.Sections, "], ["))
 }
 
@@ -130,6 +131,7 @@ func Start(opts Options) (*Node, error) {
 	_ = ln.Close()
 
 	n := &Node{opts: opts, log: log, stop: make(chan struct{}), done: make(chan struct{})}
+	n.limits = newNodeLimits(n)
 	n.system = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return rlog.With("lib", "protoactor") }),
 		actor.WithDeadLetterRequestLogging(false))
@@ -151,6 +153,9 @@ func Start(opts Options) (*Node, error) {
 		members: func() []string { return n.topology.Load().IDs() }}
 	n.tunnel, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return tunnel }), tunnelName)
 	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err = n.startLimits(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if err := n.startMember(); err != nil {
@@ -229,10 +234,18 @@ func (n *Node) event(evt any) {
 		// Requests forwarded here by a front whose node left are stopped:
 		// nobody reads their answers (the remote may not notice for long
 		// when this node has not written to it yet).
-		if old != nil && n.tunnel != nil {
+		// The slots a member that left held of the keys this node owns
+		// are given back: its calls and sessions ended with it.
+		if old != nil {
 			for _, m := range old.Members {
-				if !t.Has(m.ID) {
+				if t.Has(m.ID) {
+					continue
+				}
+				if n.tunnel != nil {
 					n.system.Root.Send(n.tunnel, &frontLost{address: m.Address})
+				}
+				if n.limits != nil {
+					n.limits.holderLeft(m.ID)
 				}
 			}
 		}
@@ -434,7 +447,8 @@ func splitHostPort(addr string) (string, int, error) {
 // Info is Status as the operators' views show it (package observe).
 func (n *Node) Info() observe.ClusterInfo {
 	s := n.Status()
-	info := observe.ClusterInfo{Node: s.Self, Ready: s.Ready, Members: make([]observe.MemberInfo, 0, len(s.Members))}
+	info := observe.ClusterInfo{Node: s.Self, Ready: s.Ready, Members: make([]observe.MemberInfo, 0, len(s.Members)),
+		LimitFallbacks: n.limits.fallbacks.Load()}
 	for _, m := range s.Members {
 		info.Members = append(info.Members, observe.MemberInfo{ID: m.ID, Address: m.Address, Self: m.Self, RTTSeconds: m.RTT.Seconds()})
 	}

@@ -20,13 +20,17 @@ import (
 //     [codex], [prompts] and [resources] (what a session is offered and
 //     how its calls run);
 //   - "mcp_servers": the downstream servers;
+//   - "limits": [limits.rate] and [limits.identity], the limits per
+//     identity (a limit holds for the cluster: its counters' owner node
+//     takes each node's word for the limit, so the nodes must agree);
 //   - "approvals": [approvals] without its keys (the key is what the
 //     fingerprint is keyed with), but whether previous keys are set;
-//   - "auth": [http.auth], [auth] (the named tokens with their values,
-//     which only the HMAC carries, OAuth, operators) and http.public_url
-//     (the OAuth audience by default): every node must accept the same
-//     callers as the same identities, as a forwarded request is
-//     authenticated again on the node that owns its session.
+//   - "auth": [http.auth], [auth] (the named tokens, with their values,
+//     which only the HMAC carries, and their own limits; OAuth; the
+//     operators) and http.public_url (the OAuth audience by default):
+//     every node must accept the same callers as the same identities, as
+//     a forwarded request is authenticated again on the node that owns
+//     its session.
 var fingerprintSections = map[string]func(*Config) any{
 	"tools": func(c *Config) any {
 		return struct {
@@ -42,6 +46,12 @@ var fingerprintSections = map[string]func(*Config) any{
 		}{c.Tools, c.Mcp, c.Docs, c.Features, c.Sandbox, c.Shell, c.Codex, c.Prompts, c.Resources}
 	},
 	"mcp_servers": func(c *Config) any { return c.McpServers },
+	"limits": func(c *Config) any {
+		return struct {
+			Rate     RateLimits
+			Identity IdentityLimits
+		}{c.Limits.Rate, c.Limits.Identity}
+	},
 	"approvals": func(c *Config) any {
 		a := c.Approvals
 		previous := len(a.PreviousStateKeys) > 0
@@ -53,7 +63,7 @@ var fingerprintSections = map[string]func(*Config) any{
 	},
 	"auth": func(c *Config) any {
 		return struct {
-			HTTPAuth  HTTPAuth
+			HTTP      HTTPAuth
 			Auth      Auth
 			PublicURL string
 		}{c.HTTP.Auth, c.Auth, c.HTTP.PublicURL}
@@ -62,7 +72,7 @@ var fingerprintSections = map[string]func(*Config) any{
 
 // ClusterFingerprint is, for each part of the configuration the nodes of
 // a cluster must share (fingerprintSections: "tools", "mcp_servers",
-// "approvals", "auth"), an HMAC-SHA256 in hex of that part's canonical
+// "limits", "approvals", "auth"), an HMAC-SHA256 in hex of that part's canonical
 // encoding (JSON of its typed values: struct fields in order, map keys
 // sorted), keyed by approvals.state_key. Nodes exchange and compare these
 // at join (DiffFingerprints) and refuse a cluster that disagrees, naming

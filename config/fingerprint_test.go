@@ -52,7 +52,7 @@ func TestClusterFingerprint(t *testing.T) {
 	raw := []byte(strings.Repeat("k", 32))
 	key := base64.StdEncoding.EncodeToString(raw)
 	base := fingerprintOf(t, fingerprintBase, key)
-	if got := slices.Sorted(maps.Keys(base)); !slices.Equal(got, []string{"approvals", "auth", "mcp_servers", "tools"}) {
+	if got := slices.Sorted(maps.Keys(base)); !slices.Equal(got, []string{"approvals", "auth", "limits", "mcp_servers", "tools"}) {
 		t.Fatalf("parts: %q", got)
 	}
 	for name, v := range base {
@@ -79,8 +79,12 @@ func TestClusterFingerprint(t *testing.T) {
 		{`approvals.timeout="3m"`, []string{"approvals"}},
 		{`approvals.previous_state_keys=["` + hex.EncodeToString([]byte(strings.Repeat("p", 32))) + `"]`, []string{"approvals"}},
 		{`http.auth.bearer_token="another"`, []string{"auth"}},
+		{`auth.operators=["default"]`, []string{"auth"}},
 		{`http.listen="127.0.0.1:8080"`, nil},
 		{`limits.page_size=7`, nil},
+		{`limits.rate.calls_per_minute=60`, []string{"limits"}},
+		{`limits.rate.tools={"repo.*"=5}`, []string{"limits"}},
+		{`limits.identity.max_sessions=3`, []string{"limits"}},
 		{`cluster.name="other"`, nil},
 	} {
 		got := DiffFingerprints(base, fingerprintOf(t, fingerprintBase, key, tc.override))
@@ -89,7 +93,7 @@ func TestClusterFingerprint(t *testing.T) {
 		}
 	}
 	other := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("o", 32)))
-	if got := DiffFingerprints(base, fingerprintOf(t, fingerprintBase, other)); !slices.Equal(got, []string{"approvals", "auth", "mcp_servers", "tools"}) {
+	if got := DiffFingerprints(base, fingerprintOf(t, fingerprintBase, other)); !slices.Equal(got, []string{"approvals", "auth", "limits", "mcp_servers", "tools"}) {
 		t.Errorf("another state key differs in %q, want every part", got)
 	}
 }

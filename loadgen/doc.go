@@ -78,5 +78,7 @@
 //
 // Failed calls do not fail the run: they are counted in Report.Errors by
 // kind — [KindIsError], "jsonrpc:<code>" ([KindJSONRPC]), [KindTimeout]
-// and [KindTransport].
+// and [KindTransport]. Calls the server refused over one of its limits
+// (troupe's -31429, or HTTP 429: [KindRateLimited]) are neither: they are
+// counted in Report.RateLimited.
 package loadgen

@@ -12,7 +12,14 @@ const (
 	KindJSONRPC   = "jsonrpc:"  // the server answered with a JSON-RPC error
 	KindTimeout   = "timeout"   // no answer within Options.CallTimeout
 	KindTransport = "transport" // the request could not be sent or the answer read
+	// KindRateLimited: the server refused the call over one of its
+	// limits (troupe's JSON-RPC -31429, or HTTP 429). Not a failure of the
+	// server: counted in Report.RateLimited, not in Report.Errors.
+	KindRateLimited = "rate_limited"
 )
+
+// codeRateLimited is troupe's JSON-RPC code for a call over a limit.
+const codeRateLimited = -31429
 
 // endpoint is one MCP session the callers share: a stdio server's only
 // session, or one HTTP session.

@@ -151,6 +151,16 @@ func drain(resp *http.Response) {
 // or SSE, and closes the body.
 func readAnswer(resp *http.Response, id int64) (message, error) {
 	defer drain(resp)
+	if resp.StatusCode == http.StatusTooManyRequests {
+		// Refused over a limit: the body's JSON-RPC error says which.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		m, _ := parseMessage(body)
+		m.kind = KindRateLimited
+		if m.errText == "" {
+			m.errText = "HTTP " + resp.Status
+		}
+		return m, nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		return message{}, &StatusError{Code: resp.StatusCode, Status: resp.Status}
 	}

@@ -30,9 +30,14 @@ type Report struct {
 	Calls  int64            `json:"calls"`  // calls that ended (answered or failed)
 	OK     int64            `json:"ok"`     // calls answered with a successful result
 	Errors map[string]int64 `json:"errors"` // failed calls by kind (KindIsError, "jsonrpc:<code>", KindTimeout, KindTransport)
+	// RateLimited counts the calls the server refused over one of its
+	// limits (KindRateLimited: JSON-RPC -31429 or HTTP 429): neither ok
+	// nor errors, since a server that enforces its limits works.
+	RateLimited int64 `json:"rate_limited"`
 	// ErrorTexts are, by kind, the first different texts the failures
-	// said (the server's error message, the tool's text), at most three a
-	// kind, so a run that failed says why.
+	// (and the rate-limited calls, under KindRateLimited) said (the
+	// server's error message, the tool's text), at most three a kind, so a
+	// run that failed says why.
 	ErrorTexts  map[string][]string `json:"error_texts,omitempty"`
 	DurationMs  float64             `json:"duration_ms"`
 	CallsPerSec float64             `json:"calls_per_sec"`
@@ -74,9 +79,10 @@ type URLReport struct {
 	// stateless callers) made, answered with a result, and failed.
 	// Sessions and callers are spread round-robin, but calls follow their
 	// callers: a slower URL serves fewer of them.
-	Calls  int64 `json:"calls,omitempty"`
-	OK     int64 `json:"ok,omitempty"`
-	Errors int64 `json:"errors,omitempty"`
+	Calls       int64 `json:"calls,omitempty"`
+	OK          int64 `json:"ok,omitempty"`
+	Errors      int64 `json:"errors,omitempty"`
+	RateLimited int64 `json:"rate_limited,omitempty"`
 	// Latency is that of this URL's answered calls (absent in
 	// ModeSessions, which makes none).
 	Latency *Latency `json:"latency,omitempty"`
@@ -119,9 +125,12 @@ func perURLCalls(urls []string, ws []*worker) []URLReport {
 			}
 		}
 		for _, s := range samples {
-			if s.failed {
+			switch {
+			case s.failed:
 				per[i].Errors++
-			} else {
+			case s.limited:
+				per[i].RateLimited++
+			default:
 				per[i].OK++
 			}
 		}
@@ -157,9 +166,11 @@ type Interval struct {
 	StartS float64 `json:"start_s"`
 	Calls  int64   `json:"calls"`
 	Errors int64   `json:"errors"`
-	P50    float64 `json:"p50_us"`
-	P99    float64 `json:"p99_us"`
-	RSS    int64   `json:"rss_bytes,omitempty"` // at the interval's end
+	// RateLimited counts the interval's calls refused over a limit.
+	RateLimited int64   `json:"rate_limited,omitempty"`
+	P50         float64 `json:"p50_us"`
+	P99         float64 `json:"p99_us"`
+	RSS         int64   `json:"rss_bytes,omitempty"` // at the interval's end
 }
 
 // sample is one call as a caller recorded it.
@@ -167,6 +178,9 @@ type sample struct {
 	end    time.Duration // since the measured phase began
 	dur    time.Duration // -1 when unanswered
 	failed bool
+	// limited: refused over a server's limit (KindRateLimited), which is
+	// not a failure.
+	limited bool
 }
 
 // latency summarises the answered calls among samples.
@@ -223,6 +237,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("calls/s", "%.0f", r.CallsPerSec)
 		row("latency µs", "p50 %.0f  p90 %.0f  p99 %.0f  max %.0f", r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max)
 	}
+	if r.RateLimited > 0 {
+		row("rate limited", "%d (refused over the server's limits: -31429 or HTTP 429; not errors)", r.RateLimited)
+		for _, t := range r.ErrorTexts[KindRateLimited] {
+			row("", "%s", t)
+		}
+	}
 	if len(r.Errors) == 0 {
 		row("errors", "none")
 	} else {
@@ -232,6 +252,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		row("errors", "%s", strings.Join(parts, ", "))
 		for _, k := range slices.Sorted(maps.Keys(r.ErrorTexts)) {
+			if _, failed := r.Errors[k]; !failed {
+				continue // the rate-limited calls' texts are above
+			}
 			for _, t := range r.ErrorTexts[k] {
 				row("", "%s: %s", k, t)
 			}

@@ -360,7 +360,10 @@ func abortReason(ctx context.Context, opts Options) string {
 func summarise(rep *Report, samples []sample, elapsed time.Duration) {
 	rep.Calls = int64(len(samples))
 	for _, s := range samples {
-		if !s.failed {
+		switch {
+		case s.limited:
+			rep.RateLimited++
+		case !s.failed:
 			rep.OK++
 		}
 	}
@@ -421,12 +424,15 @@ func (w *worker) call(ctx context.Context) {
 	t0 := time.Now()
 	kind, text := w.ep.roundTrip(ctx, w.caller, id, w.buf)
 	now := time.Now()
-	s := sample{end: now.Sub(w.began), dur: now.Sub(t0), failed: kind != ""}
+	s := sample{end: now.Sub(w.began), dur: now.Sub(t0), failed: kind != "" && kind != KindRateLimited,
+		limited: kind == KindRateLimited}
 	if kind == KindTimeout || kind == KindTransport {
 		s.dur = -1
 	}
 	if kind != "" {
-		w.errors[kind]++
+		if s.failed {
+			w.errors[kind]++
+		}
 		w.texts.add(kind, text)
 	}
 	w.samples = append(w.samples, s)

@@ -97,6 +97,9 @@ func intervals(samples []sample, step time.Duration, rss []int64) []Interval {
 			if s.failed {
 				iv.Errors++
 			}
+			if s.limited {
+				iv.RateLimited++
+			}
 		}
 		if i < len(rss) {
 			iv.RSS = rss[i]

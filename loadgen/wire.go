@@ -128,6 +128,9 @@ func parseMessage(b []byte) (message, error) {
 			}
 			_ = json.Unmarshal(v, &e)
 			m.kind = KindJSONRPC + strconv.FormatInt(e.Code, 10)
+			if e.Code == codeRateLimited {
+				m.kind = KindRateLimited
+			}
 			m.errText = e.Message
 		}
 		i = skipSpace(b, vend)

@@ -31,13 +31,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sourcegraph/jsonrpc2"
 	"golang.org/x/time/rate"
 
 	"troupe/actors"
 	"troupe/actors/httptransport"
 	"troupe/auth"
 	"troupe/identity"
+	"troupe/limits"
 	"troupe/mcphttp/origin"
+	"troupe/protocol"
 )
 
 // Options configure a Handler. Zero values mean the documented defaults.
@@ -71,6 +74,13 @@ type Options struct {
 	// initialize gets 503 with Retry-After. Only the handshake revisions'
 	// sessions count: 2026-07-28 requests have bounds of their own.
 	MaxSessions int
+	// Limits bounds each identity's sessions (max_sessions per identity,
+	// apart from MaxSessions): an initialize over it gets 429 with
+	// Retry-After and a -31429 JSON-RPC error, and a session gives its slot
+	// back when it ends. Its call limits are the sessions' (the Host's
+	// SessionOptions.Limits, the same Limiter): a 2026-07-28 request
+	// refused by one is answered 429 too. nil: no limits.
+	Limits *limits.Limiter
 	// MaxStatelessRequests bounds the 2026-07-28 requests served at once
 	// (default 1024), apart from subscriptions/listen; over it, 503 with
 	// Retry-After. A bound of their own, so that neither era's traffic can
@@ -334,8 +344,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, who *identity.
 	return s, true
 }
 
-// newSession starts a session for an initialize request.
-func (h *Handler) newSession(w http.ResponseWriter, who *identity.Identity) (*httptransport.Handle, bool) {
+// newSession starts a session for an initialize request (m), within the
+// server's bound and its identity's.
+func (h *Handler) newSession(w http.ResponseWriter, who *identity.Identity, m message) (*httptransport.Handle, bool) {
 	if h.shuttingDown(w) {
 		return nil, false
 	}
@@ -348,12 +359,25 @@ func (h *Handler) newSession(w http.ResponseWriter, who *identity.Identity) (*ht
 	}
 	h.sessions[id] = nil // reserve the slot while the actors start
 	h.mu.Unlock()
+	release := func() {}
+	if h.opts.Limits != nil {
+		var over *limits.Exceeded
+		if release, over = h.opts.Limits.Session(who); over != nil {
+			h.mu.Lock()
+			delete(h.sessions, id)
+			h.mu.Unlock()
+			h.rateLimited(w, m.req.ID, over)
+			return nil, false
+		}
+	}
 	s, err := h.host.StartHTTPSession(id, who, func() {
 		h.mu.Lock()
 		delete(h.sessions, id)
 		h.mu.Unlock()
+		release()
 	})
 	if err != nil {
+		release()
 		h.mu.Lock()
 		delete(h.sessions, id)
 		h.mu.Unlock()
@@ -387,6 +411,23 @@ func (h *Handler) overLimit(w http.ResponseWriter, what, key string, limit int) 
 	h.refuse(w, http.StatusServiceUnavailable, "too many "+what+" (limit "+strconv.Itoa(limit)+", "+key+")")
 }
 
+// rateLimited refuses a request over one of its identity's limits before
+// any session sees it: 429 with Retry-After and the -31429 JSON-RPC error
+// a session answers with (protocol.RateLimited), naming the request.
+func (h *Handler) rateLimited(w http.ResponseWriter, id jsonrpc2.ID, over *limits.Exceeded) {
+	cid := newCorrelationID()
+	h.log.Info("request rate limited", "identity", over.Identity, "limit", over.Key, "correlation_id", cid)
+	h.refused(http.StatusTooManyRequests)
+	body, err := json.Marshal(&jsonrpc2.Response{ID: id, Error: protocol.NewError(protocol.CodeRateLimited, over.Error(),
+		protocol.RateLimited{Kind: protocol.KindRateLimited, RetryAfterSeconds: over.RetryAfterSeconds(), CorrelationID: cid})})
+	if err != nil {
+		h.refuse(w, http.StatusInternalServerError, "cannot encode the error")
+		return
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(over.RetryAfterSeconds()))
+	writeJSON(w, http.StatusTooManyRequests, body)
+}
+
 // newSessionID makes the id of a session a client will name: in a
 // cluster, one that names this node as the owner.
 func (h *Handler) newSessionID() string {
@@ -402,6 +443,14 @@ func newSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// newCorrelationID ties a refusal the front answers itself to its log
+// line, in the form the sessions' correlation ids take.
+func newCorrelationID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "c-" + hex.EncodeToString(b[:])
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, who *identity.Identity) {

@@ -88,7 +88,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, who *identity.Ide
 	var s *httptransport.Handle
 	created := false
 	if sessionID == "" && !batch && isInitialize(msgs[0]) {
-		if s, created = h.newSession(w, who); !created {
+		if s, created = h.newSession(w, who, msgs[0]); !created {
 			return
 		}
 	} else {

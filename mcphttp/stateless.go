@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"troupe/identity"
 
@@ -127,6 +128,9 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m messag
 			return // the client left (Close cancels), or the server stopped the call
 		}
 		s.Delivered(st)
+		if retry, ok := protocol.RetryAfter(final.Error); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(retry))
+		}
 		writeJSON(w, answerStatus(final.Error), final.Data)
 		answered = true
 		return
@@ -187,12 +191,16 @@ func (h *Handler) statelessInFlight() (requests, subscriptions int) {
 // answerStatus is the HTTP status of a 2026-07-28 answer, from the error
 // it answers with (httptransport.Event.Error; nil for a result, an
 // input_required result included): 400 for the errors the transport says
-// are client faults, 200 otherwise.
+// are client faults, 429 for a request over its identity's limits (the
+// session refused it before serving it; Retry-After is the error's), 200
+// otherwise.
 func answerStatus(e *jsonrpc2.Error) int {
 	if e != nil {
 		switch e.Code {
 		case protocol.CodeHeaderMismatch, protocol.CodeMissingCapability, protocol.CodeUnsupportedVersion:
 			return http.StatusBadRequest
+		case protocol.CodeRateLimited:
+			return http.StatusTooManyRequests
 		}
 	}
 	return http.StatusOK

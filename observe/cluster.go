@@ -24,6 +24,10 @@ type ClusterInfo struct {
 	Ready bool `json:"ready"`
 	// Members are the live members, this node among them once joined.
 	Members []MemberInfo `json:"members"`
+	// LimitFallbacks counts the limit decisions this node took with its
+	// own counters because the key's owner did not answer (package
+	// cluster's Limits): a limit held per node, not for the cluster.
+	LimitFallbacks uint64 `json:"limit_fallbacks"`
 }
 
 // MemberInfo is one member of the cluster, in a Snapshot.
@@ -88,18 +92,23 @@ var (
 	clusterRTTDesc = prometheus.NewDesc("troupe_cluster_rtt_seconds",
 		"The last node-to-node round trip (a Hello over the remote, every 2 s) to each other live member.",
 		[]string{"member"}, nil)
+	clusterLimitFallbacksDesc = prometheus.NewDesc("troupe_cluster_limit_fallbacks_total",
+		"Limit decisions (calls per minute, concurrent calls, sessions) this node took with its own counters "+
+			"because the member owning the limit's key did not answer in time.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clusterMembersDesc
 	ch <- clusterRTTDesc
+	ch <- clusterLimitFallbacksDesc
 }
 
 // Collect implements prometheus.Collector.
 func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	info := c.view.info()
 	ch <- prometheus.MustNewConstMetric(clusterMembersDesc, prometheus.GaugeValue, float64(len(info.Members)))
+	ch <- prometheus.MustNewConstMetric(clusterLimitFallbacksDesc, prometheus.CounterValue, float64(info.LimitFallbacks))
 	for _, m := range info.Members {
 		if m.Self || m.RTTSeconds <= 0 {
 			continue

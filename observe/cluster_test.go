@@ -24,7 +24,7 @@ func TestSetClusterLabelsEverySeriesByNode(t *testing.T) {
 		t.Fatal("one process: a series has a node label")
 	}
 	var members atomic.Pointer[ClusterInfo]
-	members.Store(&ClusterInfo{Ready: true, Members: []MemberInfo{
+	members.Store(&ClusterInfo{Ready: true, LimitFallbacks: 4, Members: []MemberInfo{
 		{ID: "nodeA", Address: "127.0.0.1:7001", Self: true},
 		{ID: "nodeB", Address: "127.0.0.1:7002", RTTSeconds: 0.0005},
 		{ID: "nodeC", Address: "127.0.0.1:7003"},
@@ -39,6 +39,7 @@ func TestSetClusterLabelsEverySeriesByNode(t *testing.T) {
 		`troupe_calls_in_flight{node="nodeA"} 0`,
 		`troupe_cluster_members{node="nodeA"} 3`,
 		`troupe_cluster_rtt_seconds{member="nodeB",node="nodeA"} 0.0005`,
+		`troupe_cluster_limit_fallbacks_total{node="nodeA"} 4`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -29,6 +29,13 @@ const (
 	// CodeUnsupportedVersion (2026-07-28): the request's protocol version
 	// is not one troupe serves per request (data.supported, data.requested).
 	CodeUnsupportedVersion = -32022
+	// CodeRateLimited: the caller's identity is over one of its limits
+	// ([limits.rate], [limits.identity], or its token's own); data is
+	// {kind: "rate_limited", retryAfterSeconds, correlationId}. troupe's
+	// own code, outside the range JSON-RPC reserves (-32768..-32000), so
+	// no revision's codes can collide with it; over HTTP a request refused
+	// before it reaches a session is answered 429 with Retry-After.
+	CodeRateLimited = -31429
 )
 
 // NewError builds a JSON-RPC error; data, when not nil, is attached as the
@@ -42,4 +49,30 @@ func NewError(code int64, message string, data any) *jsonrpc2.Error {
 		}
 	}
 	return e
+}
+
+// KindRateLimited is the kind in the data of a CodeRateLimited error.
+const KindRateLimited = "rate_limited"
+
+// RateLimited is the data of a CodeRateLimited error.
+type RateLimited struct {
+	Kind string `json:"kind"` // KindRateLimited
+	// RetryAfterSeconds is when a retry can succeed (for a rate), or a
+	// hint (a slot frees when a call or a session ends).
+	RetryAfterSeconds int `json:"retryAfterSeconds"`
+	// CorrelationID names the server's log line of the refusal.
+	CorrelationID string `json:"correlationId"`
+}
+
+// RetryAfter reads the retryAfterSeconds of a CodeRateLimited error; ok
+// is false for any other error.
+func RetryAfter(e *jsonrpc2.Error) (seconds int, ok bool) {
+	if e == nil || e.Code != CodeRateLimited || e.Data == nil {
+		return 0, false
+	}
+	var d RateLimited
+	if json.Unmarshal(*e.Data, &d) != nil || d.Kind != KindRateLimited {
+		return 0, false
+	}
+	return d.RetryAfterSeconds, true
 }

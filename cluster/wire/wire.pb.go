@@ -456,6 +456,295 @@ func (x *Fingerprint) GetMembers() []string {
 	return nil
 }
 
+// LimitTake asks the owner of a limit's key (the member the key's
+// rendezvous hash names: cluster/limits.go) to take one call from the
+// key's bucket of per_minute. Answered by LimitTaken.
+type LimitTake struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	PerMinute     int32                  `protobuf:"varint,2,opt,name=per_minute,json=perMinute,proto3" json:"per_minute,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitTake) Reset() {
+	*x = LimitTake{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitTake) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitTake) ProtoMessage() {}
+
+func (x *LimitTake) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitTake.ProtoReflect.Descriptor instead.
+func (*LimitTake) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LimitTake) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *LimitTake) GetPerMinute() int32 {
+	if x != nil {
+		return x.PerMinute
+	}
+	return 0
+}
+
+// LimitTaken answers LimitTake: ok, or how long until a call is free.
+type LimitTaken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	RetryAfterMs  int64                  `protobuf:"varint,2,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitTaken) Reset() {
+	*x = LimitTaken{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitTaken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitTaken) ProtoMessage() {}
+
+func (x *LimitTaken) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitTaken.ProtoReflect.Descriptor instead.
+func (*LimitTaken) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LimitTaken) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *LimitTaken) GetRetryAfterMs() int64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
+}
+
+// LimitAcquire asks the owner of a key for one of max slots of it, held by
+// the member holder (the asking node) under the holder's number slot: the
+// owner keeps slots per holder and drops a holder's when it leaves the
+// cluster. Answered by LimitAcquired.
+type LimitAcquire struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Max           int32                  `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
+	Holder        string                 `protobuf:"bytes,3,opt,name=holder,proto3" json:"holder,omitempty"`
+	Slot          uint64                 `protobuf:"varint,4,opt,name=slot,proto3" json:"slot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitAcquire) Reset() {
+	*x = LimitAcquire{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitAcquire) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitAcquire) ProtoMessage() {}
+
+func (x *LimitAcquire) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitAcquire.ProtoReflect.Descriptor instead.
+func (*LimitAcquire) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LimitAcquire) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *LimitAcquire) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+func (x *LimitAcquire) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *LimitAcquire) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+// LimitAcquired answers LimitAcquire.
+type LimitAcquired struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitAcquired) Reset() {
+	*x = LimitAcquired{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitAcquired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitAcquired) ProtoMessage() {}
+
+func (x *LimitAcquired) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitAcquired.ProtoReflect.Descriptor instead.
+func (*LimitAcquired) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *LimitAcquired) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+// LimitRelease gives back the slot of key that holder took under the
+// number slot (not answered). A slot the owner does not hold is nothing to
+// give back; a holder whose LimitAcquire timed out sends it too, so an
+// answer that came late does not leave the slot taken.
+type LimitRelease struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Holder        string                 `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	Slot          uint64                 `protobuf:"varint,3,opt,name=slot,proto3" json:"slot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRelease) Reset() {
+	*x = LimitRelease{}
+	mi := &file_cluster_wire_wire_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRelease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRelease) ProtoMessage() {}
+
+func (x *LimitRelease) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_wire_wire_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRelease.ProtoReflect.Descriptor instead.
+func (*LimitRelease) Descriptor() ([]byte, []int) {
+	return file_cluster_wire_wire_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *LimitRelease) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *LimitRelease) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *LimitRelease) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
 var File_cluster_wire_wire_proto protoreflect.FileDescriptor
 
 const file_cluster_wire_wire_proto_rawDesc = "" +
@@ -491,7 +780,26 @@ const file_cluster_wire_wire_proto_rawDesc = "" +
 	"\amembers\x18\x03 \x03(\tR\amembers\x1a;\n" +
 	"\rSectionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x15Z\x13troupe/cluster/wireb\x06proto3"
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"<\n" +
+	"\tLimitTake\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1d\n" +
+	"\n" +
+	"per_minute\x18\x02 \x01(\x05R\tperMinute\"B\n" +
+	"\n" +
+	"LimitTaken\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\x12$\n" +
+	"\x0eretry_after_ms\x18\x02 \x01(\x03R\fretryAfterMs\"^\n" +
+	"\fLimitAcquire\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x05R\x03max\x12\x16\n" +
+	"\x06holder\x18\x03 \x01(\tR\x06holder\x12\x12\n" +
+	"\x04slot\x18\x04 \x01(\x04R\x04slot\"\x1f\n" +
+	"\rLimitAcquired\x12\x0e\n" +
+	"\x02ok\x18\x01 \x01(\bR\x02ok\"L\n" +
+	"\fLimitRelease\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x12\n" +
+	"\x04slot\x18\x03 \x01(\x04R\x04slotB\x15Z\x13troupe/cluster/wireb\x06proto3"
 
 var (
 	file_cluster_wire_wire_proto_rawDescOnce sync.Once
@@ -505,26 +813,31 @@ func file_cluster_wire_wire_proto_rawDescGZIP() []byte {
 	return file_cluster_wire_wire_proto_rawDescData
 }
 
-var file_cluster_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_cluster_wire_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_cluster_wire_wire_proto_goTypes = []any{
-	(*Header)(nil),      // 0: troupe.wire.Header
-	(*Forward)(nil),     // 1: troupe.wire.Forward
-	(*Part)(nil),        // 2: troupe.wire.Part
-	(*Ack)(nil),         // 3: troupe.wire.Ack
-	(*Cancel)(nil),      // 4: troupe.wire.Cancel
-	(*Hello)(nil),       // 5: troupe.wire.Hello
-	(*Fingerprint)(nil), // 6: troupe.wire.Fingerprint
-	nil,                 // 7: troupe.wire.Fingerprint.SectionsEntry
+	(*Header)(nil),        // 0: troupe.wire.Header
+	(*Forward)(nil),       // 1: troupe.wire.Forward
+	(*Part)(nil),          // 2: troupe.wire.Part
+	(*Ack)(nil),           // 3: troupe.wire.Ack
+	(*Cancel)(nil),        // 4: troupe.wire.Cancel
+	(*Hello)(nil),         // 5: troupe.wire.Hello
+	(*Fingerprint)(nil),   // 6: troupe.wire.Fingerprint
+	(*LimitTake)(nil),     // 7: troupe.wire.LimitTake
+	(*LimitTaken)(nil),    // 8: troupe.wire.LimitTaken
+	(*LimitAcquire)(nil),  // 9: troupe.wire.LimitAcquire
+	(*LimitAcquired)(nil), // 10: troupe.wire.LimitAcquired
+	(*LimitRelease)(nil),  // 11: troupe.wire.LimitRelease
+	nil,                   // 12: troupe.wire.Fingerprint.SectionsEntry
 }
 var file_cluster_wire_wire_proto_depIdxs = []int32{
-	0, // 0: troupe.wire.Forward.headers:type_name -> troupe.wire.Header
-	0, // 1: troupe.wire.Part.headers:type_name -> troupe.wire.Header
-	7, // 2: troupe.wire.Fingerprint.sections:type_name -> troupe.wire.Fingerprint.SectionsEntry
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0,  // 0: troupe.wire.Forward.headers:type_name -> troupe.wire.Header
+	0,  // 1: troupe.wire.Part.headers:type_name -> troupe.wire.Header
+	12, // 2: troupe.wire.Fingerprint.sections:type_name -> troupe.wire.Fingerprint.SectionsEntry
+	3,  // [3:3] is the sub-list for method output_type
+	3,  // [3:3] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_cluster_wire_wire_proto_init() }
@@ -538,7 +851,7 @@ func file_cluster_wire_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_wire_wire_proto_rawDesc), len(file_cluster_wire_wire_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
