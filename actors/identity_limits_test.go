@@ -7,6 +7,7 @@ import (
 
 	"troupe/limits"
 	"troupe/protocol"
+	"troupe/tools"
 )
 
 // rateLimitedData decodes m's error as a rate-limit refusal, failing the
@@ -134,4 +135,28 @@ func TestIdentityConcurrentCalls(t *testing.T) {
 	}
 	c.request(5, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}})
 	c.toolResult(c.recv())
+}
+
+// A method beside MCP (Codex's management methods) is a call, and counts
+// as one: no way around tools/call's limits.
+func TestIdentityLimitsCountMethods(t *testing.T) {
+	m := &echoMethod{sessions: map[string]tools.Session{}, ended: make(chan string, 4)}
+	reg, err := tools.NewRegistry(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := limits.NewLimiter(limits.NewLocal(), limits.Rules{Default: limits.Limits{CallsPerMinute: 2}})
+	c := newClient(t, Options{Session: SessionOptions{Methods: reg, Limits: lim,
+		MethodTools: map[string][]string{"echoBack": {"echo"}}}}, echoTool())
+	c.initialize("2025-06-18")
+	c.request(1, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}})
+	c.toolResult(c.recv())
+	c.request(2, "echoBack", map[string]any{"n": 2})
+	if r := c.recv(); r.Error != nil {
+		t.Fatalf("the method within the limit: %s", r.raw)
+	}
+	c.request(3, "echoBack", map[string]any{"n": 3})
+	rateLimitedData(t, c.recv())
+	c.request(4, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}})
+	rateLimitedData(t, c.recv())
 }

@@ -26,7 +26,7 @@ func wrap(m *method, h Handler, extra []Middleware) Handler {
 		h = timed(m.name, h)
 	}
 	if m.counted {
-		h = limited(h)
+		h = limited(m, h)
 	}
 	h = checkState(m, h)
 	for _, mw := range extra {
@@ -63,12 +63,13 @@ func timed(name string, next Handler) Handler {
 
 // limited counts a request against its identity's limits
 // (SessionOptions.Limits; nil: none) before it is served: past one it is
-// refused with CodeRateLimited. A request that becomes a call holds its
+// refused with CodeRateLimited. The tool globs match a tools/call's tool,
+// and a method beside MCP's own name (the tool it is). A request that becomes a call holds its
 // concurrency slot until the call's end (startingCall.release); any other
 // gives it back once answered. The identity is the request's, not the
 // session's: a session of another identity, or a new one, counts on the
 // same keys.
-func limited(next Handler) Handler {
+func limited(m *method, next Handler) Handler {
 	return func(v SessionView, req *transport.Request) (any, error) {
 		lim := v.Options().Limits
 		if lim == nil {
@@ -77,6 +78,8 @@ func limited(next Handler) Handler {
 		tool := ""
 		if p, ok := req.Params.(*callToolParams); ok {
 			tool = p.Name
+		} else if m.name == "" { // besideMCP
+			tool = req.Method
 		}
 		release, over := lim.Call(req.Identity, tool)
 		if over != nil {

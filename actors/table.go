@@ -140,7 +140,9 @@ func newMethodTable(extra []Middleware) methodTable {
 // besideMCP is the row of the methods beside MCP (SessionOptions.Methods):
 // calls of the tool each names, after the same checks as tools/call.
 func (methodTable) besideMCP(extra []Middleware) *method {
-	m := &method{name: "", eras: inHandshake, needsInit: true, isCall: true}
+	// They count against the identity's limits as the calls they are
+	// (execOneOffCommand is shell.exec's power): no way around them.
+	m := &method{name: "", eras: inHandshake, needsInit: true, isCall: true, counted: true}
 	m.handle = wrap(m, callMethod, extra)
 	return m
 }

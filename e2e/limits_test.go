@@ -294,3 +294,61 @@ func tableRow(table, name, value string) bool {
 	}
 	return false
 }
+
+// TestNamedTokensHaveTheirOwnLimits: two [[auth.tokens]] identities; the
+// one with its own rate is refused past it, naming its token's setting,
+// while the other keeps the server's limit and is not touched by the
+// first one's calls.
+func TestNamedTokensHaveTheirOwnLimits(t *testing.T) {
+	fx := newFixture(t)
+	ciToken, devToken := newToken(t), newToken(t)
+	t.Setenv("LIMITS_CI_TOKEN", ciToken)
+	t.Setenv("LIMITS_DEV_TOKEN", devToken)
+	cfg := filepath.Join(t.TempDir(), "troupe.toml")
+	if err := os.WriteFile(cfg, []byte(`
+[tools]
+benchmark_echo = true
+
+[limits.rate]
+calls_per_minute = 3
+
+[[auth.tokens]]
+name = "ci"
+token_env = "LIMITS_CI_TOKEN"
+rate = { calls_per_minute = 1 }
+
+[[auth.tokens]]
+name = "dev"
+token_env = "LIMITS_DEV_TOKEN"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startHTTPServer(t, fx.dir, "", "--config", cfg)
+	ci := &limitsSession{t: t, srv: &httpServer{url: srv.url, token: ciToken}}
+	dev := &limitsSession{t: t, srv: &httpServer{url: srv.url, token: devToken}}
+	for _, c := range []*limitsSession{ci, dev} {
+		if status, _, m := c.initialize(); status != 200 {
+			t.Fatalf("initialize: %d %v", status, m)
+		}
+	}
+	if status, _, m := ci.call(1, "echo"); status != 200 || m["error"] != nil {
+		t.Fatalf("ci's first call: %d %v", status, m)
+	}
+	status, _, m := ci.call(2, "echo")
+	e, _ := m["error"].(map[string]any)
+	if msg, _ := e["message"].(string); status != 200 || e["code"] != -31429.0 || !strings.Contains(msg, "token:ci") ||
+		!strings.Contains(msg, `auth.tokens[name="ci"].rate.calls_per_minute`) {
+		t.Fatalf("ci's second call: want -31429 naming its token's own setting, got %d %v", status, m)
+	}
+	for i := range 3 {
+		if status, _, m := dev.call(10+i, "echo"); status != 200 || m["error"] != nil {
+			t.Fatalf("dev's call %d (ci's limit must not touch it): %d %v", i+1, status, m)
+		}
+	}
+	status, _, m = dev.call(13, "echo")
+	e, _ = m["error"].(map[string]any)
+	if msg, _ := e["message"].(string); e["code"] != -31429.0 || !strings.Contains(msg, "token:dev") ||
+		!strings.Contains(msg, "limits.rate.calls_per_minute") {
+		t.Fatalf("dev's 4th call: want -31429 under the server's limit, got %d %v", status, m)
+	}
+}

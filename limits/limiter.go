@@ -43,7 +43,24 @@ type Rules struct {
 // from.
 type Limiter struct {
 	store atomic.Pointer[storeRef]
-	rules atomic.Pointer[Rules]
+	rules atomic.Pointer[compiled]
+}
+
+// compiled is Rules as the requests read them: every identity's
+// effective limits worked out once, at Set, not per request.
+type compiled struct {
+	server effective
+	tokens map[string]*effective // by token name, for the tokens with limits of their own
+}
+
+// effectiveFor is who's limits.
+func (c *compiled) effectiveFor(who *identity.Identity) *effective {
+	if who != nil && who.Kind == identity.Token {
+		if e, ok := c.tokens[who.Name]; ok {
+			return e
+		}
+	}
+	return &c.server
 }
 
 type storeRef struct{ Store }
@@ -57,7 +74,17 @@ func NewLimiter(store Store, rules Rules) *Limiter {
 }
 
 // Set replaces the rules for later requests.
-func (l *Limiter) Set(rules Rules) { l.rules.Store(&rules) }
+func (l *Limiter) Set(rules Rules) {
+	c := &compiled{server: rules.effective("")}
+	for name := range rules.Tokens {
+		if c.tokens == nil {
+			c.tokens = map[string]*effective{}
+		}
+		e := rules.effective(name)
+		c.tokens[name] = &e
+	}
+	l.rules.Store(c)
+}
 
 // UseStore makes later requests count in store: a cluster node's, once
 // the node has joined (after the sessions' Host is made). What was
@@ -117,7 +144,9 @@ type effective struct {
 	globs                 []string // tools' keys, sorted: the order they are taken in
 }
 
-func (r *Rules) effective(who *identity.Identity) effective {
+// effective is the limits of the token named token ("": of any other
+// identity) under r, each with the setting it comes from.
+func (r *Rules) effective(token string) effective {
 	d := r.Default
 	e := effective{
 		rate:     bound{d.CallsPerMinute, "limits.rate.calls_per_minute"},
@@ -127,9 +156,9 @@ func (r *Rules) effective(who *identity.Identity) effective {
 	for g, n := range d.Tools {
 		e.setTool(g, bound{n, "limits.rate.tools." + strconv.Quote(g)})
 	}
-	if who != nil && who.Kind == identity.Token {
-		if t, ok := r.Tokens[who.Name]; ok {
-			own := "auth.tokens[name=" + strconv.Quote(who.Name) + "]"
+	if token != "" {
+		if t, ok := r.Tokens[token]; ok {
+			own := "auth.tokens[name=" + strconv.Quote(token) + "]"
 			if t.CallsPerMinute > 0 {
 				e.rate = bound{t.CallsPerMinute, own + ".rate.calls_per_minute"}
 			}
@@ -171,7 +200,7 @@ func keyOf(who *identity.Identity) (key, name string) {
 // refused by a later limit keeps the calls per minute it took of earlier
 // ones (it was made) and holds no slot.
 func (l *Limiter) Call(who *identity.Identity, tool string) (release func(), over *Exceeded) {
-	e := l.rules.Load().effective(who)
+	e := l.rules.Load().effectiveFor(who)
 	release = func() {}
 	if e.calls.n <= 0 && e.rate.n <= 0 && (len(e.globs) == 0 || tool == "") {
 		return release, nil // nothing to count (no limits configured)
@@ -211,7 +240,7 @@ func (l *Limiter) Call(who *identity.Identity, tool string) (release func(), ove
 // Session takes one of who's session slots, for a new session; release
 // gives it back when the session ends (a no-op without a bound).
 func (l *Limiter) Session(who *identity.Identity) (release func(), over *Exceeded) {
-	e := l.rules.Load().effective(who)
+	e := l.rules.Load().effectiveFor(who)
 	if e.sessions.n <= 0 {
 		return func() {}, nil
 	}

@@ -241,3 +241,15 @@ func TestLimiterRefusalHoldsNoSlot(t *testing.T) {
 		t.Fatalf("the refused call kept its slot: %v", over)
 	}
 }
+
+// BenchmarkCallUnlimited is the cost every counted request pays when no
+// limit is configured: it must not allocate.
+func BenchmarkCallUnlimited(b *testing.B) {
+	l := NewLimiter(NewLocal(), Rules{})
+	who := &identity.Identity{Kind: identity.Token, Name: "ci"}
+	b.ReportAllocs()
+	for b.Loop() {
+		release, _ := l.Call(who, "repo.readFile")
+		release()
+	}
+}

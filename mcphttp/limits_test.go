@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,7 +39,13 @@ func checkRateLimited(t *testing.T, resp *http.Response, body []byte, status int
 // request over the limit is 429, and another identity is unaffected.
 func TestIdentityLimitsOverHTTP(t *testing.T) {
 	lim := limits.NewLimiter(limits.NewLocal(), limits.Rules{Default: limits.Limits{CallsPerMinute: 2, MaxSessions: 1}})
-	r := newRig(t, rigConfig{opts: Options{Auth: namedTokens("alice", "ta", "bob", "tb"), Limits: lim},
+	var tooMany atomic.Int64 // the 429s the metrics hear of
+	onRefused := func(status int) {
+		if status == http.StatusTooManyRequests {
+			tooMany.Add(1)
+		}
+	}
+	r := newRig(t, rigConfig{opts: Options{Auth: namedTokens("alice", "ta", "bob", "tb"), Limits: lim, OnRefused: onRefused},
 		session: actors.SessionOptions{Limits: lim}})
 
 	r.token = "ta"
@@ -84,6 +91,9 @@ func TestIdentityLimitsOverHTTP(t *testing.T) {
 	resp, body = r.post("", modernBody(5, "tools/call", modernMeta("2026-07-28", "")+`,"name":"echo","arguments":{}`),
 		modernHeaders("tools/call", "echo")...)
 	checkRateLimited(t, resp, body, http.StatusTooManyRequests, "5")
+	if n := tooMany.Load(); n < 2 {
+		t.Fatalf("OnRefused heard of %d 429s, want the initialize's and the 2026-07-28 call's", n)
+	}
 
 	// Bob is unaffected.
 	r.token = "tb"

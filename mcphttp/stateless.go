@@ -130,6 +130,7 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, m messag
 		s.Delivered(st)
 		if retry, ok := protocol.RetryAfter(final.Error); ok {
 			w.Header().Set("Retry-After", strconv.Itoa(retry))
+			h.refused(http.StatusTooManyRequests) // counted with the front's own refusals
 		}
 		writeJSON(w, answerStatus(final.Error), final.Data)
 		answered = true
