@@ -204,7 +204,7 @@ func (s *session) Receive(ctx actor.Context) {
 		s.out.Start(ctx, s)
 		s.log.Debug("session started")
 		if o := s.exec.observer; o != nil {
-			o.SessionStarted(s.id, s.transportName())
+			o.SessionStarted(s.id, s.transportName(), s.identityName())
 		}
 	case *panicked:
 		s.recovered(msg)
@@ -373,6 +373,15 @@ func (s *session) refuse(id jsonrpc2.ID, err error) {
 }
 
 // transportName names the session's transport for observers.
+// identityName is who the session serves, as records name it: the HTTP
+// session's identity, "local" for stdio's.
+func (s *session) identityName() string {
+	if t, ok := s.out.(interface{ Identity() *identity.Identity }); ok {
+		return whoString(t.Identity())
+	}
+	return whoString(nil)
+}
+
 func (s *session) transportName() string {
 	if s.overHTTP {
 		return "http"
