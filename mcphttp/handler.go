@@ -189,7 +189,7 @@ func (h *Handler) SetAuth(c *auth.Chain) {
 // SetBearerToken makes token the one static token, named "default",
 // later requests must carry ("" turns authentication off).
 func (h *Handler) SetBearerToken(token string) {
-	h.SetAuth(&auth.Chain{Tokens: auth.NewTokens([]auth.StaticToken{{Name: "default", Token: token}})})
+	h.SetAuth(&auth.Chain{Tokens: auth.NewTokens([]auth.StaticToken{{Name: "default", Token: token, Operator: true}})})
 }
 
 // Sessions is the number of live sessions.
