@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"troupe/auth"
 	"troupe/identity"
@@ -138,5 +139,40 @@ func TestToolsPerIdentity(t *testing.T) {
 			strings.Contains(disc.Instructions, tc.not) {
 			t.Errorf("%s: server/discover names a tool it may not use or is not private: %s", tc.token, body)
 		}
+	}
+}
+
+// EndSessionsOf ends the sessions, and the pooled 2026-07-28 sessions, of
+// the identities it is given, and no others (what a reload that removes a
+// token does).
+func TestEndSessionsOf(t *testing.T) {
+	r := grantRig(t)
+	r.token = "alice-secret"
+	alice := r.initialize("2025-06-18")
+	r.post("", modernBody(1, "tools/list", ""), modernHeaders("tools/list", "")...) // leaves a pooled session
+	r.token = "bob-secret"
+	bob := r.initialize("2025-06-18")
+	r.post("", modernBody(1, "tools/list", ""), modernHeaders("tools/list", "")...)
+	aliceHandle := r.session(alice)
+
+	n := r.h.EndSessionsOf(func(who *identity.Identity) bool { return who.Kind == identity.Token && who.Name == "alice" })
+	if n != 2 {
+		t.Errorf("ended %d sessions, want alice's two (one pooled)", n)
+	}
+	select {
+	case <-aliceHandle.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("alice's session did not end")
+	}
+	if r.session(bob) == nil || r.session(bob).Ended() {
+		t.Fatal("bob's session ended too")
+	}
+	_, body := r.post(bob, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if decode(t, body).Error != nil {
+		t.Fatalf("bob's session after alice's ended: %s", body)
+	}
+	r.token = "alice-secret"
+	if resp, _ := r.post(alice, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); resp.StatusCode != 404 {
+		t.Fatalf("alice's ended session answered %d, want 404", resp.StatusCode)
 	}
 }
