@@ -233,6 +233,24 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 		t.Fatalf("alice's approved call did not run: %v", err)
 	}
 
+	// 2026-07-28 outputs are kept per identity: alice's call's stdout is
+	// hers to read, and not found for bob.
+	seq := `"name":"shell.exec","arguments":{"command":["seq","1","100000"]}`
+	_, m = s.asJSON(t, aliceToken, "", modernRequest("8", "tools/call", seq), true, "tools/call", "shell.exec")
+	state = inputRequiredState(t, m, false)
+	_, m = s.asJSON(t, aliceToken, "", modernRequest("8", "tools/call", seq+mrtrRetry(state, "once")), true, "tools/call", "shell.exec")
+	checkModernResult(t, "alice's seq", m)
+	uri := outputLink(t, m)
+	read := modernRequest("9", "resources/read", fmt.Sprintf(`"uri":%q`, uri))
+	_, m = s.asJSON(t, bobToken, "", read, true, "resources/read", uri)
+	if _, ok := m["error"]; !ok || strings.Contains(fmt.Sprint(m), "99999") {
+		t.Errorf("bob read alice's output: %.300v", m)
+	}
+	_, m = s.asJSON(t, aliceToken, "", read, true, "resources/read", uri)
+	if text := readContents(t, "alice's output", m); !strings.Contains(text, "99999") {
+		t.Errorf("alice's output: %.200q", text)
+	}
+
 	// The operators' paths: tenants are refused, the operator sees every
 	// session with its identity.
 	for _, path := range []string{"/status", "/status/", "/metrics"} {
