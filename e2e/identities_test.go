@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -309,5 +310,44 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 	}
 	if !strings.Contains(s.log.String(), "identity=token:alice") {
 		t.Error("no log line names alice")
+	}
+}
+
+// A reload that removes a token ends its holder's sessions (the log says
+// so, and the session is gone) and leaves the other tokens' sessions.
+func TestReloadRemovingATokenEndsItsSessions(t *testing.T) {
+	fx := newFixture(t)
+	s := startIdentityServer(t, fx)
+	alice, bob := s.session(t, aliceToken), s.session(t, bobToken)
+
+	cfg := filepath.Join(fx.root, "troupe.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := strings.Replace(string(b), "[[auth.tokens]]\nname = \"alice\"\ntoken_env = \"E2E_ALICE_TOKEN\"\nallow_tools = [\"repo.*\", \"shell.exec\"]\n", "", 1)
+	if without == string(b) {
+		t.Fatal("alice's entry not found in the config")
+	}
+	if err := os.WriteFile(cfg, []byte(without), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if !s.waitLog("reload: ended the sessions of tokens it removed sessions=1", 10*time.Second) {
+		t.Fatalf("no log of alice's session ending:\n%s", s.log)
+	}
+	if !s.waitLog("http session ended: its identity may no longer call", time.Second) || !strings.Contains(s.log.String(), "identity=token:alice") {
+		t.Errorf("the log does not name alice's ended session")
+	}
+	if status, _, _ := s.as(t, aliceToken, alice, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, false, "", ""); status != 401 {
+		t.Errorf("alice's token after the reload: %d, want 401", status)
+	}
+	if status, m := s.asJSON(t, bobToken, bob, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, false, "", ""); status != 200 || m["error"] != nil {
+		t.Errorf("bob's session after the reload: %d %v", status, m)
+	}
+	if strings.Contains(s.log.String(), aliceToken) {
+		t.Error("the log holds alice's token")
 	}
 }
