@@ -564,6 +564,16 @@ func whoString(who *identity.Identity) string {
 	return who.String()
 }
 
+// callerName is who to name in an approval's prompt: a token's or an
+// OAuth subject's identity; "" for stdio's one caller and an
+// unauthenticated front's anonymous ones, who have no name to show.
+func callerName(who *identity.Identity) string {
+	if who == nil || (who.Kind != identity.Token && who.Kind != identity.OAuth) {
+		return ""
+	}
+	return who.String()
+}
+
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)

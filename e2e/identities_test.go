@@ -220,6 +220,9 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 	exec := `"name":"shell.exec","arguments":{"command":["touch","identities-marker"]}`
 	_, m = s.asJSON(t, aliceToken, "", modernRequest("7", "tools/call", exec), true, "tools/call", "shell.exec")
 	state := inputRequiredState(t, m, false)
+	if !strings.Contains(fmt.Sprint(m), "Asked by: token:alice") {
+		t.Errorf("alice's approval form does not name her: %v", m)
+	}
 	_, m = s.asJSON(t, bobToken, "", modernRequest("7", "tools/call", exec+mrtrRetry(state, "once")), true, "tools/call", "shell.exec")
 	if code, _ := errorCode(t, m); code != -32602 {
 		t.Errorf("bob with alice's approval state: %v", m)
