@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -217,13 +218,13 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 
 	// An approval state of alice's is refused to bob (same tool, same
 	// arguments), and still opens for alice.
-	exec := `"name":"shell.exec","arguments":{"command":["touch","identities-marker"]}`
-	_, m = s.asJSON(t, aliceToken, "", modernRequest("7", "tools/call", exec), true, "tools/call", "shell.exec")
+	execCall := `"name":"shell.exec","arguments":{"command":["touch","identities-marker"]}`
+	_, m = s.asJSON(t, aliceToken, "", modernRequest("7", "tools/call", execCall), true, "tools/call", "shell.exec")
 	state := inputRequiredState(t, m, false)
 	if !strings.Contains(fmt.Sprint(m), "Asked by: token:alice") {
 		t.Errorf("alice's approval form does not name her: %v", m)
 	}
-	_, m = s.asJSON(t, bobToken, "", modernRequest("7", "tools/call", exec+mrtrRetry(state, "once")), true, "tools/call", "shell.exec")
+	_, m = s.asJSON(t, bobToken, "", modernRequest("7", "tools/call", execCall+mrtrRetry(state, "once")), true, "tools/call", "shell.exec")
 	if code, _ := errorCode(t, m); code != -32602 {
 		t.Errorf("bob with alice's approval state: %v", m)
 	}
@@ -231,7 +232,7 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Fatalf("bob's retry with alice's state ran the call: %v", err)
 	}
-	_, m = s.asJSON(t, aliceToken, "", modernRequest("7", "tools/call", exec+mrtrRetry(state, "once")), true, "tools/call", "shell.exec")
+	_, m = s.asJSON(t, aliceToken, "", modernRequest("7", "tools/call", execCall+mrtrRetry(state, "once")), true, "tools/call", "shell.exec")
 	checkModernResult(t, "alice's approved call", m)
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("alice's approved call did not run: %v", err)
@@ -289,6 +290,23 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 	}
 	if strings.Contains(string(snap), aliceToken) || strings.Contains(string(snap), bobToken) {
 		t.Error("the status snapshot holds a token")
+	}
+	// The page in headless Chromium, as the operator logs in: each session
+	// and audit entry names its identity. A tenant's login is refused.
+	if _, err := exec.LookPath("chromium"); err == nil {
+		chromium := findChromium(t)
+		dom := dumpDOM(t, chromium, s.base+"/status?token="+opsToken)
+		for _, want := range []string{`data-col="identity">token:alice<`, `data-col="identity">token:bob<`} {
+			if !strings.Contains(dom, want) {
+				t.Errorf("the status page in Chromium lacks %s", want)
+			}
+		}
+		if strings.Contains(dom, opsToken) || strings.Contains(dom, aliceToken) {
+			t.Error("the status page shows a token")
+		}
+		if status, _ := s.admin(t, aliceToken, "/status?token="+aliceToken); status != 403 {
+			t.Errorf("alice's status login: %d, want 403", status)
+		}
 	}
 
 	// The audit log names each caller, never its token.
