@@ -42,6 +42,9 @@ type OAuthOptions struct {
 	// OperatorScopes are scopes whose holders are operators ("scope:<s>"
 	// entries of auth.operators).
 	OperatorScopes []string
+	// MetadataURL is where clients reach the protected resource metadata
+	// (MetadataURL(http.public_url)); "": on the origin of each request.
+	MetadataURL string
 
 	// Client fetches the issuer's metadata and keys (default: a client
 	// that does not follow redirects to plain http).
