@@ -1,6 +1,8 @@
 package app
 
 import (
+	"log/slog"
+
 	"troupe/auth"
 	"troupe/config"
 	"troupe/identity"
@@ -28,10 +30,20 @@ func staticTokens(cfg *config.Config) []auth.StaticToken {
 	return out
 }
 
-// authChain is who the HTTP front accepts, as the config says.
-func authChain(cfg *config.Config) *auth.Chain {
-	return &auth.Chain{Tokens: auth.NewTokens(staticTokens(cfg))}
+// authChain is who the HTTP front accepts, as the config says: the named
+// static tokens and, with [auth.oauth], OAuth access tokens (the
+// validator logs to log when the issuer cannot be reached).
+func authChain(cfg *config.Config, log *slog.Logger) *auth.Chain {
+	c := &auth.Chain{Tokens: auth.NewTokens(staticTokens(cfg))}
+	if v, err := oauthValidator(cfg, log); err != nil {
+		c.OAuth = refuseAll{why: err.Error()}
+	} else if v != nil {
+		c.OAuth, c.Metadata = v, v
+	}
+	return c
 }
 
 // authRequired reports whether the HTTP front asks callers for a credential.
-func authRequired(cfg *config.Config) bool { return authChain(cfg).Required() }
+func authRequired(cfg *config.Config) bool {
+	return len(staticTokens(cfg)) > 0 || cfg.Auth.OAuth.Issuer != ""
+}

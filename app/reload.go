@@ -78,7 +78,7 @@ type reloadRule struct {
 // the sandbox's limits), which every reload rebuilds.
 var reloadRules = []reloadRule{
 	{key: "logging.level", part: func(c *config.Config) any { return c.Logging.Level }, apply: setLogLevel},
-	{key: "auth", part: func(c *config.Config) any { return staticTokens(c) }, apply: setAuth},
+	{key: "auth", part: func(c *config.Config) any { return [3]any{staticTokens(c), c.Auth.OAuth, c.Auth.Operators} }, apply: setAuth},
 
 	{key: "logging.format", part: func(c *config.Config) any { return c.Logging.Format }},
 	{key: "[server]", part: func(c *config.Config) any { return c.Server }},
@@ -116,9 +116,11 @@ func setLogLevel(a *App, _ *running, next *config.Config) {
 }
 
 // setAuth makes the config's tokens (http.auth.bearer_token as
-// "default", [[auth.tokens]]) the ones later HTTP requests must carry.
-func setAuth(_ *App, run *running, next *config.Config) {
+// "default", [[auth.tokens]]) and [auth.oauth] the ones later HTTP
+// requests must carry; a changed [auth.oauth] gets a new validator, which
+// fetches the issuer's keys anew.
+func setAuth(a *App, run *running, next *config.Config) {
 	if run.web != nil {
-		run.web.handler.SetAuth(authChain(next))
+		run.web.handler.SetAuth(authChain(next, a.log))
 	}
 }

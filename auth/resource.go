@@ -24,7 +24,7 @@ type ProtectedResource struct {
 	BearerMethodsSupported []string `json:"bearer_methods_supported"`
 }
 
-// ResourceDescriber is a Validator that describes the resource it guards
+// ResourceDescriber describes the resource a Validator guards
 // (the OAuth validator does; static tokens have no metadata).
 type ResourceDescriber interface {
 	// ProtectedResource is the metadata to serve.
@@ -34,14 +34,13 @@ type ResourceDescriber interface {
 	MetadataURL() string
 }
 
-// Resource returns the metadata of the resource the chain guards, and
-// whether it has any (an OAuth validator is configured).
+// Resource returns the description of the resource the chain guards, and
+// whether it has one (OAuth is on).
 func (c *Chain) Resource() (ResourceDescriber, bool) {
-	if c == nil || c.OAuth == nil {
+	if c == nil || c.OAuth == nil || c.Metadata == nil {
 		return nil, false
 	}
-	d, ok := c.OAuth.(ResourceDescriber)
-	return d, ok
+	return c.Metadata, true
 }
 
 // MetadataURL is where the metadata of the resource at resourceURL is

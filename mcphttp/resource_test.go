@@ -24,7 +24,7 @@ func oauthRig(t *testing.T, metadataURL string) (*rig, *oauthtest.Issuer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newRig(t, rigConfig{opts: Options{Auth: &auth.Chain{Tokens: namedTokens("ci", "s3cret").Tokens, OAuth: v}}}), is
+	return newRig(t, rigConfig{opts: Options{Auth: &auth.Chain{Tokens: namedTokens("ci", "s3cret").Tokens, OAuth: v, Metadata: v}}}), is
 }
 
 func TestOAuthChallenges(t *testing.T) {
