@@ -225,14 +225,14 @@ func (v *OAuthValidator) keyFor(ctx context.Context, h jws.Headers) (jwk.Key, jw
 	alg, _ := h.Algorithm()
 	kty, ok := allowedAlgorithms[alg.String()]
 	if !ok {
-		return nil, alg, invalid(fmt.Sprintf("the access token's algorithm %q is not accepted "+
-			"(only asymmetric signatures: RS*, PS*, ES*, EdDSA)", alg.String()))
+		return nil, alg, invalid("the access token's algorithm " + headerValue(alg.String()) + " is not accepted " +
+			"(only asymmetric signatures: RS*, PS*, ES*, EdDSA)")
 	}
 	if typ, ok := h.Type(); ok {
 		switch strings.ToLower(typ) {
 		case "jwt", "at+jwt", "application/at+jwt":
 		default:
-			return nil, alg, invalid(fmt.Sprintf("the token's type %q is not an access token's (want at+jwt)", typ))
+			return nil, alg, invalid("the token's type " + headerValue(typ) + " is not an access token's (want at+jwt)")
 		}
 	}
 	kid, _ := h.KeyID()
@@ -258,6 +258,21 @@ func (v *OAuthValidator) keyFor(ctx context.Context, h jws.Headers) (jwk.Key, jw
 		return nil, alg, invalid("the issuer's key for this kid is not a signing key")
 	}
 	return key, alg, nil
+}
+
+// headerValue quotes a token header's value for a refusal when it is a
+// short name, as algorithms and types are; anything else is not repeated
+// (a refusal is logged, and says nothing of the token beyond a name).
+func headerValue(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	if len(v) > 24 || strings.ContainsFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("+-._/", r))
+	}) {
+		return "(not a name)"
+	}
+	return `"` + v + `"`
 }
 
 // claimProblem says which check a parsed, verified-or-not token failed,

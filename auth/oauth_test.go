@@ -35,7 +35,7 @@ const testAudience = "http://127.0.0.1:8080/mcp"
 // (or OpenID discovery under a path) and a JWKS, with keys that can be
 // rotated and a count of the JWKS fetches.
 type testIssuer struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 	// issuer is what tokens and the metadata name.
 	issuer string
@@ -50,7 +50,7 @@ type testIssuer struct {
 
 // newTestIssuer starts an issuer at root ("" or a path such as
 // "/realms/acme", discovered through OpenID's appended well-known path).
-func newTestIssuer(t *testing.T, path string) *testIssuer {
+func newTestIssuer(t testing.TB, path string) *testIssuer {
 	t.Helper()
 	is := &testIssuer{t: t, keys: map[string]any{}}
 	mux := http.NewServeMux()
