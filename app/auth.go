@@ -43,7 +43,8 @@ func authChain(cfg *config.Config, log *slog.Logger) *auth.Chain {
 	return c
 }
 
-// authRequired reports whether the HTTP front asks callers for a credential.
+// authRequired reports whether the HTTP front asks callers for a
+// credential: a static token, or an OAuth issuer's access token.
 func authRequired(cfg *config.Config) bool {
-	return len(staticTokens(cfg)) > 0 || cfg.Auth.OAuth.Issuer != ""
+	return cfg.Auth.OAuth.Issuer != "" || auth.NewTokens(staticTokens(cfg)).Len() > 0
 }

@@ -86,8 +86,8 @@ func checkHTTPAddress(cfg *config.Config) (bool, error) {
 	}
 	if !loopback && !authRequired(cfg) && !h.AllowUnauthenticatedRemote {
 		return false, fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address, so anyone "+
-			"who can reach it could run tools; set a token (--bearer-token-env NAME or http.auth.bearer_token = \"${NAME}\") "+
-			"or pass --allow-unauthenticated-remote", h.Listen)
+			"who can reach it could run tools; set a token (--bearer-token-env NAME, http.auth.bearer_token = \"${NAME}\" "+
+			"or [[auth.tokens]]), an OAuth issuer ([auth.oauth]), or pass --allow-unauthenticated-remote", h.Listen)
 	}
 	return loopback, nil
 }
