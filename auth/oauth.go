@@ -34,7 +34,8 @@ type OAuthOptions struct {
 	// SubjectClaim names the claim that says who the caller is (default
 	// "sub").
 	SubjectClaim string
-	// Leeway is the clock skew allowed on exp, nbf and iat (default 5 s).
+	// Leeway is the clock skew allowed on exp, nbf and iat, as given (0:
+	// none); the config's default is DefaultLeeway.
 	Leeway time.Duration
 	// Scopes maps a scope to the tool globs it grants; empty: a valid token
 	// may use every tool.
@@ -64,7 +65,7 @@ type OAuthOptions struct {
 }
 
 // DefaultLeeway is the clock skew allowed on exp, nbf and iat when the
-// config does not say.
+// config does not say (defaults.toml holds the same).
 const DefaultLeeway = 5 * time.Second
 
 // maxTokenBytes bounds the access tokens troupe parses.
@@ -102,9 +103,7 @@ func NewOAuth(o OAuthOptions) (*OAuthValidator, error) {
 	if o.SubjectClaim == "" {
 		o.SubjectClaim = "sub"
 	}
-	if o.Leeway <= 0 {
-		o.Leeway = DefaultLeeway
-	}
+	o.Leeway = max(o.Leeway, 0)
 	if o.FetchTimeout <= 0 {
 		o.FetchTimeout = 10 * time.Second
 	}

@@ -198,7 +198,8 @@ func (c *clock) advance(d time.Duration) {
 func newValidator(t *testing.T, is *testIssuer, edit func(*OAuthOptions)) (*OAuthValidator, *clock) {
 	t.Helper()
 	c := &clock{now: time.Now()}
-	o := OAuthOptions{Issuer: is.issuer, Audience: testAudience, Now: c.Now, MinRefresh: 10 * time.Second}
+	o := OAuthOptions{Issuer: is.issuer, Audience: testAudience, Now: c.Now, MinRefresh: 10 * time.Second,
+		Leeway: DefaultLeeway}
 	if edit != nil {
 		edit(&o)
 	}
@@ -276,7 +277,7 @@ func TestOAuthRefusesBadClaims(t *testing.T) {
 
 func TestOAuthLeeway(t *testing.T) {
 	is := newTestIssuer(t, "")
-	v, c := newValidator(t, is, nil) // default leeway 5 s
+	v, c := newValidator(t, is, nil) // leeway 5 s, the default
 	now := c.Now()
 	claims := is.claims(now)
 	claims["exp"] = now.Add(-3 * time.Second).Unix()
@@ -293,6 +294,12 @@ func TestOAuthLeeway(t *testing.T) {
 	if _, r := wide.Validate(context.Background(), tok); r != nil {
 		t.Fatalf("a token 8 s out of date was refused with a leeway of 30 s: %+v", r)
 	}
+	claims["exp"] = now.Add(-time.Second).Unix()
+	claims["nbf"] = now.Unix()
+	tok = is.sign("k1", "", claims)
+	none, _ := newValidator(t, is, func(o *OAuthOptions) { o.Leeway = 0; o.Now = c.Now })
+	who, r = none.Validate(context.Background(), tok)
+	refused(t, tok, who, r, 401, "invalid_token", "expired")
 }
 
 func TestOAuthRefusesForgedSignatures(t *testing.T) {
