@@ -159,7 +159,7 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 		}
 	}()
 	log.Info("serving MCP over HTTP", "url", "http://"+ln.Addr().String()+h.Path,
-		"auth", map[bool]string{true: "bearer token", false: "none"}[authRequired(cfg)])
+		"auth", authMode(cfg))
 	return f, nil
 }
 

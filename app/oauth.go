@@ -66,3 +66,18 @@ func (r refuseAll) Validate(context.Context, string) (*identity.Identity, *auth.
 	return nil, &auth.Refusal{Status: http.StatusUnauthorized, Code: "invalid_token",
 		Message: "OAuth is misconfigured on this server: " + r.why}
 }
+
+// authMode says how the HTTP front authenticates, for its start-up line.
+func authMode(cfg *config.Config) string {
+	tokens := auth.NewTokens(staticTokens(cfg)).Len() > 0
+	switch oauth := cfg.Auth.OAuth.Issuer != ""; {
+	case tokens && oauth:
+		return "bearer tokens and OAuth (" + cfg.Auth.OAuth.Issuer + ")"
+	case oauth:
+		return "OAuth (" + cfg.Auth.OAuth.Issuer + ")"
+	case tokens:
+		return "bearer token"
+	default:
+		return "none"
+	}
+}

@@ -47,8 +47,8 @@ type OAuthOptions struct {
 	// (MetadataURL(http.public_url)); "": on the origin of each request.
 	MetadataURL string
 
-	// Client fetches the issuer's metadata and keys (default: a client
-	// that does not follow redirects to plain http).
+	// Client fetches the issuer's metadata and keys (default: one without
+	// keep-alive that follows redirects only to URLs an issuer may have).
 	Client *http.Client
 	// FetchTimeout bounds one fetch of the metadata and keys (default 10 s).
 	FetchTimeout time.Duration
@@ -120,7 +120,11 @@ func NewOAuth(o OAuthOptions) (*OAuthValidator, error) {
 		o.Now = time.Now
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		// No keep-alive: fetches are minutes apart, and a validator a
+		// reload replaced leaves no idle connection (nor its goroutines).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DisableKeepAlives = true
+		o.Client = &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("too many redirects")
 			}
