@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"troupe/auth"
 	"troupe/auth/oauthtest"
@@ -131,5 +135,53 @@ func TestOAuthIssuerDownAtStart(t *testing.T) {
 	}
 	if !srv.waitLog("OAuth issuer's keys could not be fetched", 5e9) {
 		t.Fatal("the issuer's failure was not logged")
+	}
+}
+
+// TestOAuthReload: a reload (SIGHUP) that changes [auth.oauth] puts a new
+// validator in force: a token that held the required scope no longer
+// does, and the metadata lists the new scope.
+func TestOAuthReload(t *testing.T) {
+	is := oauthtest.New(t)
+	fx := newFixture(t)
+	file := filepath.Join(t.TempDir(), "troupe.toml")
+	write := func(scope string) {
+		cfg := "[auth.oauth]\nissuer = \"" + is.URL + "\"\nrequired_scopes = [\"" + scope + "\"]\n"
+		if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("mcp")
+	srv := startHTTPServer(t, fx.dir, "", "--config", file)
+	tok := is.Token("k1", is.Claims(srv.url, "alice", "mcp"))
+	if resp, body := oauthPost(t, srv.url, tok, "", oauthInit); resp.StatusCode != 200 {
+		t.Fatalf("before the reload: %d %s", resp.StatusCode, body)
+	}
+
+	write("mcp:v2")
+	before := strings.Count(srv.log.String(), "configuration reloaded")
+	if err := srv.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); strings.Count(srv.log.String(), "configuration reloaded") == before; {
+		if time.Now().After(end) {
+			t.Fatal("SIGHUP did not reload the configuration")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	resp, body := oauthPost(t, srv.url, tok, "", oauthInit)
+	if want := `error="insufficient_scope", scope="mcp:v2"`; resp.StatusCode != 403 ||
+		!strings.Contains(resp.Header.Get("WWW-Authenticate"), want) {
+		t.Fatalf("after the reload: %d %q %s; want 403 with %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, want)
+	}
+	r, err := loopbackClient.Get(srv.base + auth.MetadataPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta auth.ProtectedResource
+	_ = json.NewDecoder(r.Body).Decode(&meta)
+	r.Body.Close()
+	if strings.Join(meta.ScopesSupported, " ") != "mcp:v2" {
+		t.Fatalf("metadata after the reload: %+v", meta)
 	}
 }
