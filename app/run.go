@@ -293,6 +293,12 @@ func (a *App) newWatcher(opts RunOptions) *config.Watcher {
 	return config.NewWatcher(a.config(), opts.Source, a.writable, 0, func(next *config.Config) {
 		if opts.Overlay != nil {
 			opts.Overlay(next)
+			// The flags' bearer token (named "default") beside the new
+			// [[auth.tokens]], which Load could not check.
+			if err := next.CheckBearerToken(); err != nil {
+				logProblems(log, "config reload failed; keeping the last good configuration", err)
+				return
+			}
 		}
 		_ = a.Reload(next) // it logs what it did or why not
 	}, func(err error) {

@@ -263,18 +263,23 @@ func loopbackListen(addr string) bool {
 	return err == nil && loopbackHost(host)
 }
 
-// CheckBearerFlag checks serve's --bearer-token-env token, which the
-// flags set after Load (flag is how to name it, "--bearer-token-env NAME"), against [[auth.tokens]] as validateAuth checks
-// http.auth.bearer_token: it is the token named "default", so no entry
-// may have that name or the same value.
-func (c *Config) CheckBearerFlag(flag, token string) error {
+// CheckBearerToken checks http.auth.bearer_token however it was set
+// (serve's --bearer-token-env sets it after Load, at start and at every
+// reload) against [[auth.tokens]], as Load checks the file's: it is the
+// token named "default", so no entry may have that name or its value.
+func (c *Config) CheckBearerToken() error {
+	token := c.HTTP.Auth.BearerToken
+	if token == "" {
+		return nil
+	}
 	for i, t := range c.Auth.Tokens {
 		switch {
 		case t.Name == DefaultTokenName:
-			return fmt.Errorf("%s is the token named %q, and %s is named so too: name that token otherwise",
-				flag, DefaultTokenName, dotted(tokenKey(i, "name")))
-		case token != "" && t.Token == token:
-			return fmt.Errorf("%s: the token has the same value as the token %q: each identity needs its own token", flag, t.Name)
+			return fmt.Errorf("%s: %q is the name of the bearer token (--bearer-token-env or http.auth.bearer_token): "+
+				"name this token otherwise", dotted(tokenKey(i, "name")), DefaultTokenName)
+		case t.Token == token:
+			return fmt.Errorf("%s: the token %q has the same value as the bearer token (--bearer-token-env or "+
+				"http.auth.bearer_token, named %q): each identity needs its own token", dotted(tokenKey(i, "token_env")), t.Name, DefaultTokenName)
 		}
 	}
 	return nil

@@ -1,7 +1,13 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -266,21 +272,130 @@ listen = "127.0.0.1:8080"
 	}
 }
 
-func TestCheckBearerFlag(t *testing.T) {
+func TestCheckBearerToken(t *testing.T) {
 	file := writeConfig(t, "[[auth.tokens]]\nname = \"default\"\ntoken_env = \"A\"\n[[auth.tokens]]\nname = \"ci\"\ntoken_env = \"B\"\n")
 	c, err := load(t, file, []string{"HOME=/nonexistent", "A=token-a", "B=token-b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CheckBearerFlag("--bearer-token-env T", "other"); err == nil ||
-		err.Error() != `--bearer-token-env T is the token named "default", and auth.tokens[1].name is named so too: name that token otherwise` {
+	if err := c.CheckBearerToken(); err != nil {
+		t.Fatalf("without a bearer token, default is a name like any: %v", err)
+	}
+	c.HTTP.Auth.BearerToken = "other" // as --bearer-token-env sets it
+	if err := c.CheckBearerToken(); err == nil || err.Error() != `auth.tokens[1].name: "default" is the name of the bearer token `+
+		`(--bearer-token-env or http.auth.bearer_token): name this token otherwise` {
 		t.Fatalf("an entry named default beside the flag: %v", err)
 	}
 	c.Auth.Tokens = c.Auth.Tokens[1:]
-	if err := c.CheckBearerFlag("--bearer-token-env T", "token-b"); err == nil || !strings.Contains(err.Error(), `same value as the token "ci"`) {
+	c.HTTP.Auth.BearerToken = "token-b"
+	if err := c.CheckBearerToken(); err == nil || !strings.Contains(err.Error(), `auth.tokens[1].token_env: the token "ci" has the same value as the bearer token`) ||
+		strings.Contains(err.Error(), "token-b") {
 		t.Fatalf("the flag's token equal to an entry's: %v", err)
 	}
-	if err := c.CheckBearerFlag("--bearer-token-env T", "other"); err != nil {
+	c.HTTP.Auth.BearerToken = "other"
+	if err := c.CheckBearerToken(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConfigCheckBinaryAuthTokens runs the real troupe binary's `config
+// check` on [[auth.tokens]]: an unset token_env is refused naming the
+// file's line, the variable and the token (never a value), the effective
+// configuration shows token_env and never the token, and named tokens
+// or an OAuth issuer count as authentication on a non-loopback listener.
+func TestConfigCheckBinaryAuthTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "troupe")
+	if out, err := exec.Command("go", "build", "-o", bin, "troupe/cmd/troupe").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	check := func(text string, env ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		file := writeConfig(t, text)
+		cmd := exec.Command(bin, "config", "check", "--config", file, "--workspace", t.TempDir())
+		cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), strings.ReplaceAll(errOut.String(), file, "F"), code
+	}
+	const remote = "[http]\nlisten = \"0.0.0.0:8080\"\n" + twoTokens
+
+	_, stderr, code := check(remote, "CI_TOKEN=ci-secret-1")
+	want := `F:12: auth.tokens[2].token_env = "ALICE_TOKEN": the environment variable ALICE_TOKEN, which holds the token "alice", is not set or empty`
+	if code == 0 || !strings.Contains(stderr, want) || strings.Contains(stderr, "ci-secret-1") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
+	}
+
+	stdout, stderr, code := check(remote, "CI_TOKEN=ci-secret-1", "ALICE_TOKEN=alice-secret-2")
+	if code != 0 {
+		t.Fatalf("two named tokens on 0.0.0.0: exit %d, stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, "secret-") || !strings.Contains(stdout, "[[auth.tokens]]") ||
+		!strings.Contains(stdout, "token_env = 'ALICE_TOKEN'") {
+		t.Fatalf("the effective configuration shows [[auth.tokens]] with token_env, never a token:\n%s", stdout)
+	}
+
+	_, stderr, code = check("[http]\nlisten = \"0.0.0.0:8080\"\npublic_url = \"https://mcp.example.com/mcp\"\n" +
+		"[auth.oauth]\nissuer = \"https://id.example.com\"\n")
+	if code != 0 {
+		t.Fatalf("an OAuth issuer is authentication on 0.0.0.0: exit %d, stderr:\n%s", code, stderr)
+	}
+	_, stderr, code = check("[http]\nlisten = \"0.0.0.0:8080\"\n")
+	if code == 0 || !strings.Contains(stderr, "without authentication") {
+		t.Fatalf("no credential on 0.0.0.0 must still be refused: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestClusterFingerprintCoversAuth: every node must accept the same
+// callers: a change of [auth] (a token's name, its value behind the same
+// token_env, its tools, OAuth, operators) or of http.public_url shows in
+// the "auth" part alone, and no token appears in the fingerprint, nor
+// its plain hash.
+func TestClusterFingerprintCoversAuth(t *testing.T) {
+	key := hex.EncodeToString([]byte(strings.Repeat("k", 32)))
+	text := fingerprintBase + twoTokens
+	of := func(ciToken string, overrides ...string) map[string]string {
+		t.Helper()
+		env := []string{"HOME=/nonexistent", "STATE_KEY=" + key, "TOKEN=bearer-secret-value",
+			"CI_TOKEN=" + ciToken, "ALICE_TOKEN=alice-secret-2"}
+		c, err := load(t, writeConfig(t, text), env, overrides...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ClusterFingerprint()
+	}
+	base := of("ci-secret-1")
+	if d := DiffFingerprints(base, of("ci-secret-1")); len(d) != 0 {
+		t.Fatalf("the same configuration differs in %q", d)
+	}
+	if d := DiffFingerprints(base, of("ci-secret-other")); !slices.Equal(d, []string{"auth"}) {
+		t.Errorf("another value behind the same token_env differs in %q, want auth", d)
+	}
+	for _, ov := range []string{
+		`auth.tokens=[{name="ci", token_env="CI_TOKEN"}]`,
+		`auth.operators=["ci"]`,
+		`auth.oauth.issuer="https://id.example.com"`,
+		`auth.oauth.leeway="10s"`,
+		`http.public_url="https://mcp.example.com/mcp"`,
+	} {
+		if d := DiffFingerprints(base, of("ci-secret-1", ov)); !slices.Equal(d, []string{"auth"}) {
+			t.Errorf("-c %s differs in %q, want auth", ov, d)
+		}
+	}
+	all := strings.Join(slices.Collect(maps.Values(base)), " ")
+	for _, secret := range []string{"ci-secret-1", "alice-secret-2"} {
+		sum := sha256.Sum256([]byte(secret))
+		if strings.Contains(all, secret) || strings.Contains(all, hex.EncodeToString(sum[:])) {
+			t.Errorf("the fingerprint shows %q or its hash", secret)
+		}
 	}
 }

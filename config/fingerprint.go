@@ -22,7 +22,11 @@ import (
 //   - "mcp_servers": the downstream servers;
 //   - "approvals": [approvals] without its keys (the key is what the
 //     fingerprint is keyed with), but whether previous keys are set;
-//   - "auth": [http.auth].
+//   - "auth": [http.auth], [auth] (the named tokens with their values,
+//     which only the HMAC carries, OAuth, operators) and http.public_url
+//     (the OAuth audience by default): every node must accept the same
+//     callers as the same identities, as a forwarded request is
+//     authenticated again on the node that owns its session.
 var fingerprintSections = map[string]func(*Config) any{
 	"tools": func(c *Config) any {
 		return struct {
@@ -47,7 +51,13 @@ var fingerprintSections = map[string]func(*Config) any{
 			PreviousStateKeys bool
 		}{a, previous}
 	},
-	"auth": func(c *Config) any { return c.HTTP.Auth },
+	"auth": func(c *Config) any {
+		return struct {
+			HTTPAuth  HTTPAuth
+			Auth      Auth
+			PublicURL string
+		}{c.HTTP.Auth, c.Auth, c.HTTP.PublicURL}
+	},
 }
 
 // ClusterFingerprint is, for each part of the configuration the nodes of

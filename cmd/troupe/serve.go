@@ -77,6 +77,10 @@ func serve(args []string, stdin io.Reader, stdout, stderr *os.File) int {
 		}
 	}
 	flagsOver(cfg)
+	if err := cfg.CheckBearerToken(); err != nil { // the flag's token beside [[auth.tokens]]
+		fmt.Fprintln(stderr, "troupe:", err)
+		return exitUsage
+	}
 	serveStdio := cfg.HTTP.Listen == "" || *withStdio
 	join := clusterJoin()
 	if cfg.Cluster.Provider != "" && join == nil {
