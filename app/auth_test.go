@@ -6,26 +6,22 @@ import (
 	"troupe/config"
 )
 
-// Operators: none named keeps every valid caller an operator (as before
-// identities); else token names, and OAuth scopes after "scope:", only.
+// Operators: none named keeps every token an operator (as before
+// identities); else the token names it lists (its scope: entries are the
+// OAuth validator's).
 func TestOperators(t *testing.T) {
 	for _, tc := range []struct {
 		operators []string
 		name      string
-		scopes    []string
 		want      bool
 	}{
-		{nil, "alice", nil, true},
-		{nil, "", []string{"mcp:read"}, true},
-		{[]string{"ops"}, "ops", nil, true},
-		{[]string{"ops"}, "alice", nil, false},
-		{[]string{"ops", "scope:troupe:admin"}, "", []string{"mcp:read", "troupe:admin"}, true},
-		{[]string{"ops", "scope:troupe:admin"}, "", []string{"mcp:read"}, false},
-		{[]string{"scope:ops"}, "ops", nil, false}, // a token named like a scope is not that scope
-		{[]string{"ops"}, "", []string{"ops"}, false}, // nor a scope named like a token
+		{nil, "alice", true},
+		{[]string{"ops"}, "ops", true},
+		{[]string{"ops"}, "alice", false},
+		{[]string{"scope:ops"}, "ops", false}, // a token named like a scope is not that scope
 	} {
-		if got := operator(tc.operators, tc.name, tc.scopes); got != tc.want {
-			t.Errorf("operators %q, name %q, scopes %q: %v, want %v", tc.operators, tc.name, tc.scopes, got, tc.want)
+		if got := operator(tc.operators, tc.name); got != tc.want {
+			t.Errorf("operators %q, name %q: %v, want %v", tc.operators, tc.name, got, tc.want)
 		}
 	}
 	cfg := &config.Config{}
