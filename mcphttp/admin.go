@@ -12,7 +12,8 @@ import (
 // The operators' paths served beside MCP when Options.Admin is set: the
 // Prometheus metrics, the status page and the page's JSON. They sit behind
 // the MCP endpoint's own checks (Host, Origin, bearer token), so exposing
-// them needs no second secret.
+// them needs no second secret, and serve only operators (identity.Operator:
+// [auth] operators, or every token when it names none).
 const (
 	adminMetrics    = "/metrics"
 	adminStatus     = "/status"
@@ -37,7 +38,8 @@ const statusCookie = "troupe_status"
 // serveAdmin serves Options.Admin's paths: loopback Host and allowed
 // Origin as on the MCP endpoint, GET or HEAD only, then the bearer token
 // (in the Authorization header, or, on the status page's paths, as the
-// status cookie). A GET of /status?token=<token> with the right token sets
+// status cookie), whose identity must be an operator (else 403). A GET of
+// /status?token=<token> with an operator's token sets
 // the cookie and redirects to /status without the query, so the token
 // leaves the address bar and the history. Every refusal goes through deny
 // (logged, counted).
