@@ -67,7 +67,8 @@ func (canShow elicitationAsker) ask(inv *invocation, ctx actor.Context, spec too
 		inv.fail(gate.Refusal(spec, gate.Refused{Ending: gate.EndUnavailable}, inv.call.gate))
 		return
 	}
-	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load(), Session: inv.call.overrides},
+	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load(), Session: inv.call.overrides,
+		Caller: callerName(inv.call.who)},
 		inv.call.version, inv.hash)
 	a := &approval{session: ctx.Parent(), related: inv.id, params: form,
 		timeout: inv.call.gate.TimeoutOrDefault(), log: inv.logger()}

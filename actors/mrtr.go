@@ -297,7 +297,7 @@ func noElicitation(inv *invocation, spec tools.Spec) {
 // askUnder answers input_required with the approval form for offer under
 // state: a fresh one, or the one a retry without an answer brought back.
 func askUnder(inv *invocation, spec tools.Spec, args json.RawMessage, state string, offer approvalstate.Offer) {
-	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load()},
+	form := gate.Form(gate.Call{Spec: spec, Arguments: args, Preview: inv.preview, Secrets: inv.exec.secrets.Load(), Caller: callerName(inv.call.who)},
 		inv.call.version, inv.hash)
 	restrictForm(form, offer, spec.Name)
 	question, err := protocol.ElicitInputRequest(form)

@@ -188,7 +188,7 @@ func (t gatewayTool) Spec() tools.Spec {
 }
 
 func (t gatewayTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
-	res, err := t.serve(ctx, req.Arguments)
+	res, err := t.serve(withCaller(ctx, req.Identity), req.Arguments)
 	if err != nil {
 		return gatewayError(err), nil
 	}
@@ -252,6 +252,9 @@ type mergedList struct {
 	list func(s gatewayServer, ctx context.Context, cursor string) (downstream.Page, error)
 	// expose makes a page of s's entries what troupe's clients see.
 	expose func(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage
+	// byServer: the caller sees the entries only of the servers it may
+	// use (resources: usable).
+	byServer bool
 }
 
 // heldPage is a server page larger than maxListEntries that troupe's
@@ -317,6 +320,9 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 		return nil, tools.Errorf(tools.KindInvalidArgument, "invalid params: %v", err)
 	}
 	servers := g.servers()
+	if m.byServer {
+		servers = usableOnly(ctx, servers)
+	}
 	at, cur, skip, pages := 0, "", 0, 0
 	if p.Cursor != nil {
 		var c listCursor
@@ -396,7 +402,7 @@ func (g *gateway) mergedPage(ctx context.Context, params json.RawMessage, m merg
 			ttl = new(int64)
 		}
 		out["ttlMs"], out["cacheScope"] = *ttl, protocol.CachePublic
-		if private {
+		if private || callerSpecific(ctx) {
 			out["cacheScope"] = protocol.CachePrivate
 		}
 	}

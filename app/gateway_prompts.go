@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"troupe/downstream"
+	"troupe/identity"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -18,21 +19,22 @@ import (
 // back to their servers by name; completions routed by their ref.
 
 func (g *gateway) listPrompts(ctx context.Context, params json.RawMessage) (any, error) {
-	policy := g.policy()
+	policy, grant := g.policy(), grantOf(ctx)
 	return g.mergedPage(ctx, params, mergedList{key: "prompts",
 		list: func(s gatewayServer, ctx context.Context, cursor string) (downstream.Page, error) {
 			return s.src.ListPrompts(ctx, cursor)
 		},
 		expose: func(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage {
-			return g.exposePrompts(earlier, s, first, items, policy)
+			return g.exposePrompts(earlier, s, first, items, policy, grant)
 		}})
 }
 
 // exposePrompts renames one page of s's prompts for troupe's clients,
 // leaving out those the policy hides and those an earlier server (in name
 // order) already offers under the same name, with a warning. first says
-// the page is s's first, which starts its known names anew.
-func (g *gateway) exposePrompts(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage, policy tools.Policy) []json.RawMessage {
+// the page is s's first, which starts its known names anew. A prompt the
+// caller's grant does not allow is known (for routing) but not shown.
+func (g *gateway) exposePrompts(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage, policy tools.Policy, grant *identity.Grant) []json.RawMessage {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if first || g.known[s.name] == nil {
@@ -58,6 +60,9 @@ func (g *gateway) exposePrompts(earlier []gatewayServer, s gatewayServer, first 
 		}
 		if len(known) < maxKnownPrompts {
 			known[exposed] = true
+		}
+		if !grant.Allows(exposed) {
+			continue
 		}
 		if s.prefix != "" {
 			obj["name"], _ = json.Marshal(exposed)
@@ -103,7 +108,7 @@ func (g *gateway) getPrompt(ctx context.Context, params json.RawMessage) (any, e
 	if p.Name == "" {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "name is required")
 	}
-	if !g.policy().Visible(p.Name) {
+	if !g.policy().Visible(p.Name) || !grantOf(ctx).Allows(p.Name) {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "unknown prompt: %s", p.Name)
 	}
 	return g.ask(ctx, p.Name, "prompt", func(s gatewayServer, remote string) (json.RawMessage, error) {
@@ -152,7 +157,7 @@ func (g *gateway) complete(ctx context.Context, params json.RawMessage) (any, er
 	}
 	switch ref.Type {
 	case "ref/prompt":
-		if ref.Name == "" || !g.policy().Visible(ref.Name) {
+		if ref.Name == "" || !g.policy().Visible(ref.Name) || !grantOf(ctx).Allows(ref.Name) {
 			return nil, tools.Errorf(tools.KindInvalidArgument, "unknown prompt: %s", ref.Name)
 		}
 		return g.ask(ctx, ref.Name, "prompt", func(s gatewayServer, remote string) (json.RawMessage, error) {
@@ -176,7 +181,7 @@ func (g *gateway) complete(ctx context.Context, params json.RawMessage) (any, er
 			return nil, err
 		}
 		var last error
-		for _, s := range g.templateRoute(ref.URI) {
+		for _, s := range usableOnly(ctx, g.templateRoute(ref.URI)) {
 			res, err := s.src.Complete(ctx, b)
 			if err == nil {
 				return res, nil

@@ -53,7 +53,7 @@ func (g *gateway) listResources(ctx context.Context, params json.RawMessage) (an
 		list: func(s gatewayServer, ctx context.Context, cursor string) (downstream.Page, error) {
 			return s.src.ListResources(ctx, cursor)
 		},
-		expose: g.exposeResources})
+		expose: g.exposeResources, byServer: true})
 }
 
 func (g *gateway) listTemplates(ctx context.Context, params json.RawMessage) (any, error) {
@@ -61,7 +61,7 @@ func (g *gateway) listTemplates(ctx context.Context, params json.RawMessage) (an
 		list: func(s gatewayServer, ctx context.Context, cursor string) (downstream.Page, error) {
 			return s.src.ListResourceTemplates(ctx, cursor)
 		},
-		expose: g.exposeTemplates})
+		expose: g.exposeTemplates, byServer: true})
 }
 
 // exposeResources keeps a page of s's resources as they are, leaving out
@@ -188,7 +188,7 @@ func (g *gateway) readResource(ctx context.Context, params json.RawMessage) (any
 		return nil, notFound(p.URI, p.Stateless)
 	}
 	var last error
-	for _, s := range g.readRoute(p.URI) {
+	for _, s := range usableOnly(ctx, g.readRoute(p.URI)) {
 		res, err := readFrom(ctx, s, p.URI)
 		if err == nil {
 			return withHint(res, p.Stateless), nil

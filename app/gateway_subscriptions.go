@@ -80,6 +80,9 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *tools.Request) (any
 	if !ss.g.uriVisible(p.URI) {
 		return nil, notFound(p.URI, false)
 	}
+	if ctx := withCaller(ctx, req.Identity); grantOf(ctx) != nil && len(usableOnly(ctx, ss.g.readRoute(p.URI))) == 0 {
+		return nil, notFound(p.URI, false) // none of its servers is the caller's (gateway_identity.go)
+	}
 	if err := ss.hold(ctx, p.URI, req.Session); err != nil {
 		return nil, err
 	}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"troupe/config"
+	"troupe/identity"
 	"troupe/logging"
 )
 
@@ -79,7 +81,7 @@ type reloadRule struct {
 // the sandbox's limits), which every reload rebuilds.
 var reloadRules = []reloadRule{
 	{key: "logging.level", part: func(c *config.Config) any { return c.Logging.Level }, apply: setLogLevel},
-	{key: "auth", part: func(c *config.Config) any { return staticTokens(c) }, apply: setAuth},
+	{key: "auth", part: func(c *config.Config) any { return [3]any{staticTokens(c), c.Auth.OAuth, c.Auth.Operators} }, apply: setAuth},
 	{key: "limits.rate, limits.identity and the tokens' own", part: func(c *config.Config) any { return limitRules(c) }, apply: setLimits},
 
 	{key: "logging.format", part: func(c *config.Config) any { return c.Logging.Format }},
@@ -122,9 +124,22 @@ func setLogLevel(a *App, _ *running, next *config.Config) {
 }
 
 // setAuth makes the config's tokens (http.auth.bearer_token as
-// "default", [[auth.tokens]]) the ones later HTTP requests must carry.
-func setAuth(_ *App, run *running, next *config.Config) {
-	if run.web != nil {
-		run.web.handler.SetAuth(authChain(next))
+// "default", [[auth.tokens]]) and [auth.oauth] the ones later HTTP
+// requests must carry; a changed [auth.oauth] gets a new validator, which
+// fetches the issuer's keys anew. The sessions of a token it removed or
+// renamed end: the holder could no longer reach them, and their calls
+// stop. A token whose value changed under the same name keeps its
+// sessions (the identity is the name).
+func setAuth(a *App, run *running, next *config.Config) {
+	if run.web == nil {
+		return
+	}
+	chain := authChain(next, a.log)
+	run.web.handler.SetAuth(chain)
+	names := chain.Tokens.Names()
+	if n := run.web.handler.EndSessionsOf(func(who *identity.Identity) bool {
+		return who.Kind == identity.Token && !slices.Contains(names, who.Name)
+	}); n > 0 {
+		a.log.Info("reload: ended the sessions of tokens it removed", "sessions", n)
 	}
 }

@@ -79,6 +79,12 @@ type Call struct {
 	// Session is the cwd and env the session set for itself (nil: none);
 	// the prompt shows them and the hash binds them.
 	Session *tools.Overrides
+	// Caller names who asked for the call ("token:ci", "oauth:<subject>";
+	// identity.Identity.String) when the front tells callers apart, so the
+	// person approving knows whose call it is; "" (stdio, one caller)
+	// shows nothing. The hash does not bind it: the state already is the
+	// caller's.
+	Caller string
 }
 
 // Hash is the hex SHA-256 an approval binds to: the tool, its arguments
@@ -193,6 +199,9 @@ func Message(c Call, hash string) string {
 		b.WriteString(" (high risk)")
 	}
 	b.WriteString(".\n")
+	if c.Caller != "" {
+		fmt.Fprintf(&b, "Asked by: %s\n", Printable(c.Caller))
+	}
 	if d := firstLine(s.Description); d != "" {
 		fmt.Fprintf(&b, "What it does: %s\n", Printable(d))
 	}

@@ -104,3 +104,21 @@ func TestRefusalSaysHowToAllow(t *testing.T) {
 		t.Fatalf("high-risk refusal: %+v", e)
 	}
 }
+
+// The prompt names the caller the front told apart, printable only, and
+// the hash does not change with it (the state is the caller's already).
+func TestPromptNamesTheCaller(t *testing.T) {
+	c := gate.Call{Spec: shellSpec(), Arguments: json.RawMessage(`{"command":["ls"]}`)}
+	if msg := gate.Message(c, gate.Hash(c)); strings.Contains(msg, "Asked by") {
+		t.Errorf("a prompt without a caller names one: %q", msg)
+	}
+	named := c
+	named.Caller = "token:alice\u202e"
+	msg := gate.Message(named, gate.Hash(named))
+	if !strings.Contains(msg, "Asked by: token:alice") || strings.ContainsRune(msg, '\u202e') {
+		t.Errorf("prompt: %q", msg)
+	}
+	if gate.Hash(c) != gate.Hash(named) {
+		t.Error("the caller changed the hash")
+	}
+}

@@ -56,7 +56,10 @@ type Options struct {
 	// it, whichever credential of that identity comes later.
 	Auth *auth.Chain
 	// ResourceMetadata is the URL of the RFC 9728 protected resource
-	// metadata, named in every 401's WWW-Authenticate ("" leaves it out).
+	// metadata, named in every 401's and 403's WWW-Authenticate. "": when
+	// Auth has an OAuth validator, the URL it names (http.public_url's
+	// origin), else the one on the request's own origin (the Host it was
+	// served under); without OAuth, none is named.
 	ResourceMetadata string
 	// AllowedOrigins lists the Origin values browsers may send (scheme,
 	// host and port, e.g. "https://app.example"; "null" allows pages with
@@ -196,10 +199,31 @@ func (h *Handler) SetAuth(c *auth.Chain) {
 	h.auth.Store(c)
 }
 
+// EndSessionsOf ends every session, and every pooled hidden session of
+// the 2026-07-28 era, whose identity gone says may no longer call (a
+// reload removed or renamed its token: its holder could not reach them
+// any more, and their calls must not run on for it). It returns how many
+// it ended; each ends as on a DELETE, its calls stopped.
+func (h *Handler) EndSessionsOf(gone func(*identity.Identity) bool) int {
+	var ending []*httptransport.Handle
+	h.mu.Lock()
+	for _, s := range h.sessions {
+		if gone(s.Identity()) {
+			ending = append(ending, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range ending {
+		h.log.Info("http session ended: its identity may no longer call", "http_session", s.ID()[:8], "identity", s.Identity().String())
+		s.Close()
+	}
+	return len(ending) + h.pool.dropIf(gone)
+}
+
 // SetBearerToken makes token the one static token, named "default",
 // later requests must carry ("" turns authentication off).
 func (h *Handler) SetBearerToken(token string) {
-	h.SetAuth(&auth.Chain{Tokens: auth.NewTokens([]auth.StaticToken{{Name: "default", Token: token}})})
+	h.SetAuth(&auth.Chain{Tokens: auth.NewTokens([]auth.StaticToken{{Name: "default", Token: token, Operator: true}})})
 }
 
 // Sessions is the number of live sessions.
@@ -230,6 +254,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	default:
+		if h.resourceMetadataRequest(r) {
+			h.serveResourceMetadata(w, r)
+			return
+		}
 		if h.adminRequest(r) {
 			h.serveAdmin(w, r)
 			return
@@ -308,8 +336,8 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*identit
 // error body every refusal has.
 func (h *Handler) challenge(w http.ResponseWriter, r *http.Request, refusal *auth.Refusal) {
 	params := []string{`realm="troupe"`}
-	if h.opts.ResourceMetadata != "" {
-		params = append(params, `resource_metadata="`+h.opts.ResourceMetadata+`"`)
+	if u := h.resourceMetadataURL(r); u != "" {
+		params = append(params, `resource_metadata="`+u+`"`)
 	}
 	if refusal.Code != "" {
 		params = append(params, `error="`+refusal.Code+`"`)

@@ -80,7 +80,7 @@ func TestTracingSpans(t *testing.T) {
 
 	const clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	meta, _ := json.Marshal(map[string]string{"traceparent": "00-" + clientTrace + "-00f067aa0ba902b7-01"})
-	c := &actors.CallView{ID: "c-1", Session: "s1", Tool: "shell", Version: "2025-06-18", Started: time.Now(), Meta: meta}
+	c := &actors.CallView{ID: "c-1", Session: "s1", Identity: "token:ci", Tool: "shell", Version: "2025-06-18", Started: time.Now(), Meta: meta}
 	ctx := h.CallStarted(context.Background(), c)
 	if sc := spanContext(ctx); sc != clientTrace {
 		t.Errorf("the tool's context is in trace %s, want the client's %s", sc, clientTrace)
@@ -128,6 +128,9 @@ func TestTracingSpans(t *testing.T) {
 	}
 	if v, _ := attr(call, "troupe.correlation_id"); v != "c-1" {
 		t.Errorf("call correlation id attribute = %q", v)
+	}
+	if v, _ := attr(call, "troupe.identity"); v != "token:ci" {
+		t.Errorf("call identity attribute = %q", v)
 	}
 	if ok2.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 		t.Error("an ok call's span failed")

@@ -150,7 +150,8 @@
         el("td", {}, badge(label, kind, c.state)),
         el("td", { class: "num" }, age(c.age_seconds)),
         el("td", { class: "mono" }, c.id),
-        el("td", { class: "mono" }, c.session));
+        el("td", { class: "mono" }, c.session),
+        el("td", { class: "mono", "data-col": "identity" }, c.identity || ""));
     }));
   }
 
@@ -214,6 +215,7 @@
         el("td", {}, x.era),
         el("td", {}, x.version || ""),
         el("td", {}, x.client || ""),
+        el("td", { class: "mono", "data-col": "identity" }, x.identity || ""),
         el("td", { class: "num" }, age(x.age_seconds)),
         el("td", { class: "num", "data-col": "calls" }, x.calls_total || 0),
         el("td", { class: "num", "data-col": "in-flight" }, x.calls || 0))));
@@ -228,7 +230,8 @@
         el("td", {}, a.approval),
         el("td", { class: "num" }, secs(a.duration_seconds)),
         el("td", { class: "mono" }, a.correlation_id),
-        el("td", { class: "mono" }, a.session))));
+        el("td", { class: "mono" }, a.session),
+        el("td", { class: "mono", "data-col": "identity" }, a.identity || ""))));
   }
 
   function render(s) {
