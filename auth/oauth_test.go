@@ -591,6 +591,8 @@ func TestOAuthStaleKeysWhileTheIssuerIsSlow(t *testing.T) {
 		t.Fatal(r)
 	}
 	hang := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hang) })
+	t.Cleanup(release) // before the issuer's server closes (cleanups run last-in first-out)
 	is.set(func() { is.hang = hang })
 	c.advance(16 * time.Minute) // past MaxAge
 	refreshed := make(chan struct{})
@@ -618,6 +620,6 @@ func TestOAuthStaleKeysWhileTheIssuerIsSlow(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("a token whose key is at hand waited for a slow issuer's refresh")
 	}
-	close(hang)
+	release()
 	<-refreshed
 }
