@@ -87,12 +87,22 @@ var errIssuerUnavailable = errors.New("issuer unavailable")
 // it (after a refresh, if one was allowed); err is set when troupe has no
 // keys at all because the issuer could not be reached or answered badly.
 func (k *issuerKeys) key(ctx context.Context, kid string) (jwk.Key, bool, error) {
-	if key, ok, fresh := k.lookup(kid); ok && fresh {
+	key, ok, fresh := k.lookup(kid)
+	if ok && fresh {
 		return key, true, nil
 	}
-	k.refresh(ctx)
-	key, ok, _ := k.lookup(kid)
 	if ok {
+		// Stale: refresh, but a fetch already under way (a slow issuer)
+		// does not hold this token up; the key at hand still verifies it.
+		if !k.fetching.TryLock() {
+			return key, true, nil
+		}
+		k.refreshLocked(ctx)
+		k.fetching.Unlock()
+	} else {
+		k.refresh(ctx)
+	}
+	if key, ok, _ = k.lookup(kid); ok {
 		return key, true, nil
 	}
 	k.mu.Lock()
@@ -121,6 +131,11 @@ func (k *issuerKeys) lookup(kid string) (key jwk.Key, ok, fresh bool) {
 func (k *issuerKeys) refresh(ctx context.Context) {
 	k.fetching.Lock()
 	defer k.fetching.Unlock()
+	k.refreshLocked(ctx)
+}
+
+// refreshLocked is refresh with k.fetching held.
+func (k *issuerKeys) refreshLocked(ctx context.Context) {
 	k.mu.Lock()
 	if !k.attempted.IsZero() && k.now().Sub(k.attempted) < k.minInterval {
 		k.mu.Unlock()

@@ -44,6 +44,7 @@ type testIssuer struct {
 	keys       map[string]any // kid → private key
 	metaIssuer string         // what the metadata claims ("" = issuer)
 	failing    bool           // answer 500 to everything
+	hang       chan struct{}  // when set, the JWKS answers once it is closed
 
 	jwksHits atomic.Int64
 }
@@ -74,6 +75,12 @@ func newTestIssuer(t testing.TB, path string) *testIssuer {
 	}
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.jwksHits.Add(1)
+		is.mu.Lock()
+		hang := is.hang
+		is.mu.Unlock()
+		if hang != nil {
+			<-hang
+		}
 		is.mu.Lock()
 		defer is.mu.Unlock()
 		if is.failing {
@@ -572,4 +579,47 @@ func TestCheckIssuerURL(t *testing.T) {
 	if _, err := NewOAuth(OAuthOptions{Issuer: "https://kc.example"}); err == nil {
 		t.Fatal("NewOAuth without an audience was accepted")
 	}
+}
+
+// Keys past MaxAge are refreshed, but a slow issuer does not hold up the
+// tokens whose key is at hand: while one refresh waits, they are
+// verified with the keys troupe has.
+func TestOAuthStaleKeysWhileTheIssuerIsSlow(t *testing.T) {
+	is := newTestIssuer(t, "")
+	v, c := newValidator(t, is, nil)
+	if _, r := v.Validate(context.Background(), is.sign("k1", "", is.claims(c.Now()))); r != nil {
+		t.Fatal(r)
+	}
+	hang := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hang) })
+	t.Cleanup(release) // before the issuer's server closes (cleanups run last-in first-out)
+	is.set(func() { is.hang = hang })
+	c.advance(16 * time.Minute) // past MaxAge
+	refreshed := make(chan struct{})
+	go func() {
+		defer close(refreshed)
+		_, _ = v.Validate(context.Background(), is.sign("k1", "", is.claims(c.Now()))) // starts the refresh
+	}()
+	waitFor := time.Now().Add(5 * time.Second)
+	for is.jwksHits.Load() < 2 {
+		if time.Now().After(waitFor) {
+			t.Fatal("the stale keys were not refreshed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	done := make(chan *Refusal, 1)
+	go func() {
+		_, r := v.Validate(context.Background(), is.sign("k1", "", is.claims(c.Now())))
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r != nil {
+			t.Fatalf("a token of a key at hand, during a refresh: %+v", r)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a token whose key is at hand waited for a slow issuer's refresh")
+	}
+	release()
+	<-refreshed
 }
