@@ -15,7 +15,7 @@
 // Resource indicators (RFC 8707) are on: a token request names the resource
 // it wants a token for, and the token is a JWT access token (RFC 9068,
 // typ at+jwt, RS256) whose "aud" is that resource. Tokens of "app" live five
-// minutes, tokens of "short" one second (for the expired case).
+// minutes, tokens of "short" three seconds (for the expired case).
 //
 // POST /control/rotate replaces the signing key: the provider starts again
 // with a fresh RSA key under a new kid (and the same clients), publishes only
@@ -30,7 +30,7 @@ import { createServer } from 'node:http';
 import Provider from 'oidc-provider';
 
 const SCOPES = ['mcp:read', 'mcp:write'];
-const TTL_SECONDS = { app: 300, short: 1 };
+const TTL_SECONDS = { app: 300, short: 3 };
 
 function parsePort(argv) {
   const i = argv.indexOf('--port');
