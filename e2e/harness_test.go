@@ -165,6 +165,8 @@ type transport struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth, over HTTP, makes the SDK authorize by itself (see runner.mjs).
+	OAuth *oauthClient `json:"oauth,omitempty"`
 }
 
 // step is one request: Op "listTools" (all pages) or "callTool".
@@ -192,6 +194,11 @@ type result struct {
 	Steps           []stepResult      `json:"steps"`
 	Elicitations    []json.RawMessage `json:"elicitations"`
 	Samplings       []json.RawMessage `json:"samplings"`
+	// OAuth is there when the transport had OAuth: how many tokens the
+	// SDK obtained.
+	OAuth *struct {
+		Tokens int `json:"tokens"`
+	} `json:"oauth"`
 }
 
 type implementation struct {

@@ -181,6 +181,29 @@ func TestOAuthResourceServer(t *testing.T) {
 		}
 	})
 
+	t.Run("TypeScript SDK", func(t *testing.T) {
+		// The SDK starts without a token, follows the 401's
+		// resource_metadata to the issuer, gets a token for the resource
+		// the metadata names and calls a tool with it.
+		app := issuer.Clients["app"]
+		res := runScenario(t, scenario{
+			Transport: transport{Kind: "http", URL: srv.url, OAuth: &oauthClient{
+				ClientID: app.ID, ClientSecret: app.Secret, Issuer: issuer.Issuer, Scope: "mcp:read mcp:write"}},
+			Steps: []step{listTools(), callTool("repo.readFile", map[string]any{"path": "README.md"})},
+		})
+		if res.OAuth == nil || res.OAuth.Tokens == 0 {
+			t.Errorf("the SDK got no token through its OAuth support: %+v", res.OAuth)
+		}
+		for i, s := range res.Steps {
+			if !s.OK {
+				t.Errorf("step %d: %s", i, s)
+			}
+		}
+		if s := res.Steps[1]; s.OK && !strings.Contains(string(s.Result), "A workspace for troupe") {
+			t.Errorf("repo.readFile through the SDK: %s", s)
+		}
+	})
+
 	t.Run("no token in the log or audit", func(t *testing.T) {
 		auditText, err := os.ReadFile(audit)
 		if err != nil {

@@ -40,6 +40,16 @@ type oidcClient struct {
 	Secret string `json:"secret"`
 }
 
+// oauthClient is what the TypeScript SDK needs to authorize through its
+// ClientCredentialsProvider: a client of the authorization server, the
+// issuer it may send the secret to, and the scope to ask for.
+type oauthClient struct {
+	ClientID     string `json:"clientId"`
+	ClientSecret string `json:"clientSecret"`
+	Issuer       string `json:"issuer"`
+	Scope        string `json:"scope,omitempty"`
+}
+
 // requireOIDC returns the path of provider.mjs once node and oidc-provider
 // are there: a skip outside CI without them, a failure in CI (as
 // requireRunner).
