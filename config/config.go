@@ -789,7 +789,7 @@ func (c *Config) resolveSecrets(env map[string]string) []error {
 			s.HTTPHeaders[k] = resolve(p("mcp_servers", name, "http_headers", k), v)
 		}
 	}
-	return errs
+	return append(errs, c.resolveTokens(env)...)
 }
 
 // keyError is a validation error about one key, so Load can say which

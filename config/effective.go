@@ -43,9 +43,12 @@ func maskTree(m map[string]any, path []string) map[string]any {
 		case []any:
 			items := make([]any, len(t))
 			for i, it := range t {
-				if s, ok := it.(string); ok {
-					items[i] = maskValue(p, s)
-				} else {
+				switch v := it.(type) {
+				case string:
+					items[i] = maskValue(p, v)
+				case map[string]any: // an entry of an array of tables
+					items[i] = maskTree(v, append(p, entryPart(i+1)))
+				default:
 					items[i] = it
 				}
 			}

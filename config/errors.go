@@ -110,18 +110,44 @@ func (es Errors) Unwrap() []error {
 // bareKey is what TOML allows unquoted in a key.
 var bareKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// dotted renders a key path the way it is written in TOML: mcp."git.status".
+// entryPart is the path part of the n-th entry (from 1, as a person
+// counts the [[header]] blocks) of an array of tables: key paths go
+// through it as through a table, and dotted shows auth.tokens[2].name.
+func entryPart(n int) string { return "[" + strconv.Itoa(n) + "]" }
+
+// entryIndex reads an entryPart back as an index into the array (from 0).
+func entryIndex(part string) (int, bool) {
+	digits, ok := strings.CutPrefix(part, "[")
+	if digits, ok = strings.CutSuffix(digits, "]"); !ok || digits == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 1 || strconv.Itoa(n) != digits {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+// dotted renders a key path the way it is written in TOML: mcp."git.status";
+// an entry of an array of tables is shown as auth.tokens[2].name.
 func dotted(path []string) string {
-	parts := make([]string, len(path))
+	var b strings.Builder
 	for i, p := range path {
+		switch _, entry := entryIndex(p); {
+		case entry:
+			b.WriteString(p)
+			continue
+		case i > 0:
+			b.WriteByte('.')
+		}
 		if bareKey.MatchString(p) {
-			parts[i] = p
+			b.WriteString(p)
 		} else {
 			q, _ := json.Marshal(p) // a JSON string is a TOML basic string
-			parts[i] = string(q)
+			b.Write(q)
 		}
 	}
-	return strings.Join(parts, ".")
+	return b.String()
 }
 
 // envName is the environment variable that sets the key at path.
@@ -183,10 +209,19 @@ func describe(v any) string {
 	}
 }
 
-// lookup returns the value at path in a layer's tree.
+// lookup returns the value at path in a layer's tree; an entryPart picks
+// an entry of an array of tables.
 func lookup(m map[string]any, path []string) (any, bool) {
 	var v any = m
 	for _, p := range path {
+		if items, ok := v.([]any); ok {
+			i, entry := entryIndex(p)
+			if !entry || i >= len(items) {
+				return nil, false
+			}
+			v = items[i]
+			continue
+		}
 		t, ok := v.(map[string]any)
 		if !ok {
 			return nil, false

@@ -33,6 +33,11 @@ type fileIndex struct {
 	p     *unstable.Parser
 	lines map[string]pos
 	kinds map[string]defKind
+	// entries counts the entries of each array of tables so far (by its
+	// delim-joined path, entries of enclosing arrays included): each
+	// [[header]] opens the next entry, a table of its own whose keys are
+	// recorded under the header's path and "[N]" (entryPart).
+	entries map[string]int
 }
 
 // readFile parses a config file. Syntax errors say line and column; keys
@@ -51,7 +56,7 @@ func readFile(path string) (*source, error) {
 		return nil, &Error{Layer: layer, Line: row, Column: col,
 			Problem: "TOML syntax error: " + strings.TrimPrefix(de.Error(), "toml: ")}
 	}
-	idx := &fileIndex{p: &unstable.Parser{}, lines: map[string]pos{}, kinds: map[string]defKind{}}
+	idx := &fileIndex{p: &unstable.Parser{}, lines: map[string]pos{}, kinds: map[string]defKind{}, entries: map[string]int{}}
 	if ierr := idx.build(b); ierr != nil {
 		ierr.Layer = layer
 		return nil, ierr
@@ -69,13 +74,23 @@ func (x *fileIndex) build(b []byte) *Error {
 		n := x.p.Expression()
 		switch n.Kind {
 		case unstable.Table, unstable.ArrayTable:
-			keys, at := x.key(n.Key())
+			written, at := x.key(n.Key())
+			keys := x.inEntries(written)
 			kind := headerTable
 			if n.Kind == unstable.ArrayTable {
 				kind = arrayTable
 			}
 			if err := x.define(keys, at, kind); err != nil {
 				return err
+			}
+			if kind == arrayTable {
+				// The next entry: a table of its own, at the header's line.
+				id := strings.Join(keys, delim)
+				x.entries[id]++
+				keys = append(keys, entryPart(x.entries[id]))
+				if err := x.define(keys, at, headerTable); err != nil {
+					return err
+				}
 			}
 			cur = keys
 		case unstable.KeyValue:
@@ -85,6 +100,21 @@ func (x *fileIndex) build(b []byte) *Error {
 		}
 	}
 	return nil // syntax errors were reported by Unmarshal already
+}
+
+// inEntries puts, after each part of a header that names an array of
+// tables, the entry it is in: [auth.tokens.rate] after [[auth.tokens]] is
+// the rate table of the last entry so far.
+func (x *fileIndex) inEntries(keys []string) []string {
+	out := make([]string, 0, len(keys)+1)
+	for i, k := range keys {
+		out = append(out, k)
+		id := strings.Join(out, delim)
+		if i < len(keys)-1 && x.kinds[id] == arrayTable {
+			out = append(out, entryPart(x.entries[id]))
+		}
+	}
+	return out
 }
 
 // key reads a (dotted) key and where it starts.

@@ -113,7 +113,20 @@ func checkValue(t reflect.Type, v any, path []string, out *[]issue) {
 	case reflect.Slice:
 		items, ok := v.([]any)
 		if !ok {
+			if _, table := v.(map[string]any); table && isTables(t) {
+				*out = append(*out, issue{path: path, value: v, problem: "want an array of tables, got a table",
+					note: fmt.Sprintf("write each entry as [[%s]] in the file; a -c flag or an environment variable sets the whole array, as in %s=[{…}, {…}]", dotted(path), dotted(path))})
+				return
+			}
 			bad("an array")
+			return
+		}
+		if isTables(t) {
+			// Each entry is a table of its own: its keys are checked one by
+			// one and named auth.tokens[2].name.
+			for i, it := range items {
+				checkValue(t.Elem(), it, append(slices.Clone(path), entryPart(i+1)), out)
+			}
 			return
 		}
 		for i, it := range items {
@@ -144,6 +157,12 @@ func checkValue(t reflect.Type, v any, path []string, out *[]issue) {
 	default:
 		bad(t.String())
 	}
+}
+
+// isTables reports whether a field of type t is an array of tables
+// ([[auth.tokens]]).
+func isTables(t reflect.Type) bool {
+	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct
 }
 
 // unknownKey explains a key the table of type t does not have, with the
@@ -289,16 +308,31 @@ func (d droppedKey) repeats(path []string, set bool) bool {
 	return !set && len(parent) > 0 && (slices.Equal(parent, path) || slices.Equal(parent, path[:len(path)-1]))
 }
 
-// without returns data without the key at path, copying the tables on
-// the way so the layer's other readers keep what was written.
+// without returns data without the key at path, copying the tables (and
+// arrays of tables) on the way so the layer's other readers keep what was
+// written.
 func without(data map[string]any, path []string) map[string]any {
 	out := maps.Clone(data)
 	if len(path) == 1 {
 		delete(out, path[0])
 		return out
 	}
-	if sub, ok := out[path[0]].(map[string]any); ok {
+	switch sub := out[path[0]].(type) {
+	case map[string]any:
 		out[path[0]] = without(sub, path[1:])
+	case []any:
+		i, entry := entryIndex(path[1])
+		if !entry || i >= len(sub) {
+			break
+		}
+		items := slices.Clone(sub)
+		if len(path) == 2 {
+			// Emptied, not removed, so the later entries keep their numbers.
+			items[i] = map[string]any{}
+		} else if m, ok := items[i].(map[string]any); ok {
+			items[i] = without(m, path[2:])
+		}
+		out[path[0]] = items
 	}
 	return out
 }

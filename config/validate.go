@@ -65,6 +65,7 @@ func (c *Config) validate() []error {
 		ps.add(p("logging", "level"), "logging.level must be debug, info, warn or error, got %q", c.Logging.Level)
 	}
 	c.validateHTTP(&ps)
+	c.validateAuth(&ps)
 	for _, list := range []struct {
 		key      string
 		patterns []string
