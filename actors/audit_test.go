@@ -3,6 +3,7 @@ package actors
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,26 @@ func TestAuditBatchesReachTheObserver(t *testing.T) {
 	verifyAudit(t, path, calls)
 	if n := obs.flushed(); n != calls {
 		t.Fatalf("the Observer heard of %d records written, want %d", n, calls)
+	}
+}
+
+// A call's audit record names who called: over stdio, the local user.
+// (Over HTTP the token's name: mcphttp's TestAuditNamesTheIdentity.)
+func TestAuditNamesTheLocalUser(t *testing.T) {
+	c, path := auditedClient(t, echoTool())
+	c.initialize("2025-06-18")
+	c.request(1, "tools/call", map[string]any{"name": "echo"})
+	c.recv()
+	c.closeInput()
+	<-c.done
+	if !c.host.Close(5 * time.Second) {
+		t.Fatal("host did not close")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"session":"s-`) || !strings.Contains(string(b), `"identity":"local","tool":"echo"`) {
+		t.Fatalf("the record does not name the local user: %s", b)
 	}
 }

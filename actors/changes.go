@@ -102,7 +102,7 @@ func (c *startingCall) apply(s *session, ctx actor.Context, req *transport.Reque
 		id: req.ID, tool: c.tool, args: c.args,
 		registry: c.registry, timeout: s.opts.CallTimeout,
 		log: s.log, exec: s.exec,
-		call: callContext{session: s.id, trusted: s.trusted.fingerprint(c.tool), version: s.version, gate: s.opts.Gate,
+		call: callContext{session: s.id, who: req.Identity, trusted: s.trusted.fingerprint(c.tool), version: s.version, gate: s.opts.Gate,
 			store: store, auditor: s.exec.auditor, overrides: s.overrides,
 			asker: newElicitationAsker(s.caps.FormElicitation() && s.version.HasElicitation())},
 	}

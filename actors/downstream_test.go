@@ -96,7 +96,7 @@ func (o *wiringObserver) AuditFlushed(records int, _ time.Duration) {
 	o.audited += records
 }
 
-func (*wiringObserver) SessionStarted(string, string)                    {}
+func (*wiringObserver) SessionStarted(string, string, string)            {}
 func (*wiringObserver) SessionInitialized(string, string, string)        {}
 func (*wiringObserver) SessionEnded(string)                              {}
 func (*wiringObserver) RequestServed(string, string, time.Time)          {}

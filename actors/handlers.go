@@ -43,8 +43,10 @@ type SessionView interface {
 	State() SessionState
 	// Options are the options every session shares.
 	Options() *SessionOptions
-	// Tools is the tool set the session sees now.
-	Tools() *tools.Registry
+	// ToolsFor is the tool set the session serves req's caller now: the
+	// session's tools, less those the caller's identity is not granted
+	// (identity.Grant). A tool outside it is unknown to that caller.
+	ToolsFor(req *transport.Request) *tools.Registry
 	// Overrides are the working directory and environment the session set
 	// for itself at initialize; nil: none.
 	Overrides() *tools.Overrides
@@ -175,7 +177,7 @@ func initialize(v SessionView, req *transport.Request) (any, error) {
 			Resources: &protocol.ResourcesCapability{},
 		},
 		ServerInfo:   info,
-		Instructions: instructions.For(v.Tools(), change.client, opts.Instructions, opts.Gate),
+		Instructions: instructions.For(v.ToolsFor(req), change.client, opts.Instructions, opts.Gate),
 	}
 	gatewayCapabilities(opts.Gateway, &change.result.Capabilities, false)
 	return change, nil
@@ -193,7 +195,7 @@ const cursorPrefix = "o1:"
 
 func listTools(v SessionView, req *transport.Request) (any, error) {
 	p := req.Params.(*listToolsParams)
-	reg := v.Tools()
+	reg := v.ToolsFor(req)
 	offset := 0
 	if p.Cursor != nil {
 		var ok bool
@@ -265,7 +267,7 @@ func callTool(v SessionView, req *transport.Request) (any, error) {
 	if len(p.Arguments) > 0 && p.Arguments[0] != '{' && string(p.Arguments) != "null" {
 		return nil, invalidParams("arguments must be an object")
 	}
-	return &startingCall{tool: p.Name, args: p.Arguments, meta: meta, registry: v.Tools(),
+	return &startingCall{tool: p.Name, args: p.Arguments, meta: meta, registry: v.ToolsFor(req),
 		inputResponses: p.InputResponses, requestState: p.RequestState}, nil
 }
 
@@ -307,7 +309,7 @@ func discover(v SessionView, req *transport.Request) (any, error) {
 			Logging:   &struct{}{},
 			Resources: &protocol.ResourcesCapability{},
 		},
-		Instructions: instructions.For(v.Tools(), req.Client, opts.Instructions, opts.Gate),
+		Instructions: instructions.For(v.ToolsFor(req), req.Client, opts.Instructions, opts.Gate),
 	}
 	gatewayCapabilities(opts.Gateway, &res.Capabilities, true)
 	return res, nil

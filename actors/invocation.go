@@ -17,6 +17,7 @@ import (
 
 	"troupe/audit"
 	"troupe/gate"
+	"troupe/identity"
 	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/spool"
@@ -104,7 +105,10 @@ func (inv *invocation) unstarted() {
 
 // callContext is what the session knows that a call's gate and run need.
 type callContext struct {
-	session string    // session id, for logs and audit records
+	session string // session id, for logs and audit records
+	// who called: what the audit record, the log lines, the trace and the
+	// status page name (String). nil: stdio's local user.
+	who     *identity.Identity
 	trusted *[32]byte // the fingerprint of the tool a person trusted for the session, if any
 	version protocol.Version
 	gate    gate.Policy
@@ -183,7 +187,7 @@ func (inv *invocation) start(ctx actor.Context) {
 	inv.started = time.Now()
 	inv.view, inv.observed, inv.asked = nil, nil, time.Time{}
 	if o := inv.exec.observer; o != nil {
-		inv.view = &CallView{ID: inv.cid, Session: inv.call.session, Tool: inv.tool, Version: string(inv.call.version),
+		inv.view = &CallView{ID: inv.cid, Session: inv.call.session, Identity: whoString(inv.call.who), Tool: inv.tool, Version: string(inv.call.version),
 			Started: inv.started, Meta: inv.meta}
 		inv.observed = o.CallStarted(context.Background(), inv.view)
 	}
@@ -214,6 +218,7 @@ func (inv *invocation) start(ctx actor.Context) {
 		inv.req.Client = &peer{root: root, session: ctx.Parent(), related: &inv.id}
 	}
 	inv.req.RequestID = inv.rawID()
+	inv.req.Identity = inv.call.who
 	if inv.view != nil {
 		r := inv.req.Reporter.(*reporter)
 		r.view, r.observer = inv.view, inv.exec.observer
@@ -520,7 +525,7 @@ func (inv *invocation) audit(outcome string) {
 	if inv.call.auditor == nil && inv.exec.observer == nil {
 		return
 	}
-	r := &audit.Record{Event: "call", Session: inv.call.session, Tool: inv.tool, ArgsHash: inv.hash,
+	r := &audit.Record{Event: "call", Session: inv.call.session, Identity: whoString(inv.call.who), Tool: inv.tool, ArgsHash: inv.hash,
 		TimeoutMs: inv.limit.Milliseconds(), Approval: inv.decision, Started: inv.started, Stopped: time.Now(),
 		Outcome: outcome, CorrelationID: inv.cid}
 	if inv.decision == "" {
@@ -550,6 +555,15 @@ func (inv *invocation) audit(outcome string) {
 	}
 }
 
+// whoString names a caller as records do: the identity's String, "local"
+// for stdio's (nil) one. It never holds a credential.
+func whoString(who *identity.Identity) string {
+	if who == nil {
+		return identity.Local.String()
+	}
+	return who.String()
+}
+
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -574,7 +588,7 @@ func (inv *invocation) logAt(level slog.Level, msg string, args ...any) {
 // at the configured level, and attaching attributes costs a handler copy.
 func (inv *invocation) logger() *slog.Logger {
 	if inv.callLog == nil {
-		inv.callLog = inv.log.With("id", inv.id.String(), "tool", inv.tool, "correlation_id", inv.cid)
+		inv.callLog = inv.log.With("id", inv.id.String(), "tool", inv.tool, "identity", whoString(inv.call.who), "correlation_id", inv.cid)
 	}
 	return inv.callLog
 }

@@ -14,8 +14,9 @@ import (
 // a tool: they must be quick, safe for concurrent use, and never block.
 // Options.Observer nil observes nothing and costs nothing.
 type Observer interface {
-	// SessionStarted: a session exists, over transport ("stdio", "http").
-	SessionStarted(id, transport string)
+	// SessionStarted: a session exists, over transport ("stdio", "http"),
+	// for identity (identity.Identity.String; "local" over stdio).
+	SessionStarted(id, transport, identity string)
 	// SessionInitialized: the session negotiated version ("2025-06-18",
 	// …) with a client of that name. Hidden sessions that serve
 	// 2026-07-28 requests never initialize.
@@ -65,6 +66,9 @@ type CallView struct {
 	ID string
 	// Session is the session's id.
 	Session string
+	// Identity is who called (identity.Identity.String; "local" over
+	// stdio), never a credential.
+	Identity string
 	// Tool is the tool's name as the client asked for it (it may not
 	// exist: an Observer bounds its labels by the registry).
 	Tool string

@@ -12,6 +12,7 @@ import (
 	"troupe/actors/transport"
 	"troupe/gate"
 	"troupe/gate/approvalstate"
+	"troupe/identity"
 	"troupe/overrides"
 	"troupe/protocol"
 	"troupe/spool"
@@ -146,6 +147,7 @@ type session struct {
 	opts        *SessionOptions
 	overHTTP    bool            // its transport is HTTP (observers name it; the server counts HTTP sessions)
 	registry    *tools.Registry // the tools this session sees now; calls keep the one they started with
+	view        *toolView       // the last caller's part of registry, when its identity has a grant (ToolsFor)
 	log         *slog.Logger
 	id          string
 	version     protocol.Version
@@ -202,7 +204,7 @@ func (s *session) Receive(ctx actor.Context) {
 		s.out.Start(ctx, s)
 		s.log.Debug("session started")
 		if o := s.exec.observer; o != nil {
-			o.SessionStarted(s.id, s.transportName())
+			o.SessionStarted(s.id, s.transportName(), s.identityName())
 		}
 	case *panicked:
 		s.recovered(msg)
@@ -340,7 +342,7 @@ func (s *session) Handle(ctx actor.Context, req *transport.Request) {
 func (s *session) besideMCP(req *transport.Request) *method {
 	if s.exec.methodCall.eras.has(req.Era) && s.opts.Methods != nil {
 		if _, ok := s.opts.Methods.Lookup(req.Method); ok {
-			hidden, served := s.methodServed(req.Method)
+			hidden, served := s.methodServed(req, req.Method)
 			if served {
 				return s.exec.methodCall
 			}
@@ -371,6 +373,15 @@ func (s *session) refuse(id jsonrpc2.ID, err error) {
 }
 
 // transportName names the session's transport for observers.
+// identityName is who the session serves, as records name it: the HTTP
+// session's identity, "local" for stdio's.
+func (s *session) identityName() string {
+	if t, ok := s.out.(interface{ Identity() *identity.Identity }); ok {
+		return whoString(t.Identity())
+	}
+	return whoString(nil)
+}
+
 func (s *session) transportName() string {
 	if s.overHTTP {
 		return "http"
@@ -383,13 +394,13 @@ func (s *session) transportName() string {
 // tool named for it. When not, hiddenBy is the first of those tools the
 // set lacks ("" when MethodTools does not name the method). It is asked at
 // every call, so a reload's tool set decides at once.
-func (s *session) methodServed(name string) (hiddenBy string, served bool) {
+func (s *session) methodServed(req *transport.Request, name string) (hiddenBy string, served bool) {
 	need, ok := s.opts.MethodTools[name]
 	if !ok {
 		return "", false
 	}
 	for _, tool := range need {
-		if _, ok := s.registry.Lookup(tool); !ok {
+		if _, ok := s.ToolsFor(req).Lookup(tool); !ok {
 			return tool, false
 		}
 	}
@@ -515,7 +526,19 @@ func (s *session) stopRemaining(ctx actor.Context) {
 // reply answers req with result; a stateless-era result gets the era's
 // completion (resultType, the server's identity, cache, when not nil).
 func (s *session) reply(req *transport.Request, result any, cache *protocol.CacheHint) {
+	if cache == cachePublic && callerSpecific(req) {
+		cache = cachePrivate
+	}
 	s.replyTo(req.ID, req.Era == protocol.EraStateless, cache, result)
+}
+
+// callerSpecific reports whether what req is answered may differ from
+// what another caller is answered (a tool list, discover's instructions):
+// the front tells callers apart, and each may be granted other tools, so
+// a shared cache must not hand one caller's answer to another.
+func callerSpecific(req *transport.Request) bool {
+	id := req.Identity
+	return id != nil && (id.Kind == identity.Token || id.Kind == identity.OAuth)
 }
 
 // replyCall answers call id with result.
@@ -660,8 +683,31 @@ func (s *session) State() SessionState { return s.state }
 // Options implements SessionView.
 func (s *session) Options() *SessionOptions { return s.opts }
 
-// Tools implements SessionView.
-func (s *session) Tools() *tools.Registry { return s.registry }
+// ToolsFor implements SessionView: the session's tools, or the part of
+// them the request's identity may use when it has a grant. The part is
+// kept for the next request of the same grant (a session serves one
+// identity), so only the first list or call after a change filters.
+func (s *session) ToolsFor(req *transport.Request) *tools.Registry {
+	var g *identity.Grant
+	if req != nil && req.Identity != nil {
+		g = req.Identity.Tools
+	}
+	if g == nil {
+		return s.registry // the fast path: no grant, no filtering, no allocation
+	}
+	if v := s.view; v != nil && v.of == s.registry && v.grant.Same(g) {
+		return v.reg
+	}
+	s.view = &toolView{of: s.registry, grant: g, reg: s.registry.Only(g.Allows)}
+	return s.view.reg
+}
+
+// toolView is the part of a registry one grant allows.
+type toolView struct {
+	of    *tools.Registry
+	grant *identity.Grant
+	reg   *tools.Registry
+}
 
 // Overrides implements SessionView.
 func (s *session) Overrides() *tools.Overrides { return s.overrides }

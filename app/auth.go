@@ -1,6 +1,10 @@
 package app
 
 import (
+	"context"
+	"slices"
+	"strings"
+
 	"troupe/auth"
 	"troupe/config"
 	"troupe/identity"
@@ -8,14 +12,16 @@ import (
 
 // staticTokens lists the config's named tokens for the HTTP front:
 // http.auth.bearer_token (and --bearer-token-env) is the one named
-// "default", beside every [[auth.tokens]] entry.
+// "default", beside every [[auth.tokens]] entry. Each says whether its
+// holder is an operator (operator).
 func staticTokens(cfg *config.Config) []auth.StaticToken {
 	var out []auth.StaticToken
+	ops := cfg.Auth.Operators
 	if t := cfg.HTTP.Auth.BearerToken; t != "" {
-		out = append(out, auth.StaticToken{Name: "default", Token: t})
+		out = append(out, auth.StaticToken{Name: "default", Token: t, Operator: operator(ops, "default", nil)})
 	}
 	for _, t := range cfg.Auth.Tokens {
-		s := auth.StaticToken{Name: t.Name, Token: t.Token}
+		s := auth.StaticToken{Name: t.Name, Token: t.Token, Operator: operator(ops, t.Name, nil)}
 		if len(t.AllowTools) > 0 || len(t.DenyTools) > 0 {
 			allow := t.AllowTools
 			if len(allow) == 0 {
@@ -28,9 +34,52 @@ func staticTokens(cfg *config.Config) []auth.StaticToken {
 	return out
 }
 
+// operatorScope prefixes an [auth] operators entry that names an OAuth
+// scope rather than a token.
+const operatorScope = "scope:"
+
+// operator reports whether the holder of the token named name (or of an
+// access token with scopes; name "" then) may use /status, /metrics and
+// operator actions: every caller when [auth] operators is empty, as
+// before identities existed (a valid token was the operators' secret),
+// else those it names.
+func operator(operators []string, name string, scopes []string) bool {
+	if len(operators) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(operators, func(o string) bool {
+		if s, ok := strings.CutPrefix(o, operatorScope); ok {
+			return slices.Contains(scopes, s)
+		}
+		return name != "" && o == name
+	})
+}
+
+// operatorScopes marks the OAuth identities whose scopes [auth] operators
+// names as operators; the validator it wraps knows nothing of operators.
+type operatorScopes struct {
+	next      auth.Validator
+	operators []string
+}
+
+// Validate implements auth.Validator.
+func (o operatorScopes) Validate(ctx context.Context, token string) (*identity.Identity, *auth.Refusal) {
+	who, refusal := o.next.Validate(ctx, token)
+	if who == nil {
+		return nil, refusal
+	}
+	marked := *who // the validator's value stays its own
+	marked.Operator = operator(o.operators, "", who.Scopes)
+	return &marked, refusal
+}
+
 // authChain is who the HTTP front accepts, as the config says.
 func authChain(cfg *config.Config) *auth.Chain {
-	return &auth.Chain{Tokens: auth.NewTokens(staticTokens(cfg))}
+	c := &auth.Chain{Tokens: auth.NewTokens(staticTokens(cfg))}
+	if c.OAuth != nil {
+		c.OAuth = operatorScopes{next: c.OAuth, operators: cfg.Auth.Operators}
+	}
+	return c
 }
 
 // authRequired reports whether the HTTP front asks callers for a credential.

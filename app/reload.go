@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"troupe/config"
+	"troupe/identity"
 	"troupe/logging"
 )
 
@@ -117,8 +119,19 @@ func setLogLevel(a *App, _ *running, next *config.Config) {
 
 // setAuth makes the config's tokens (http.auth.bearer_token as
 // "default", [[auth.tokens]]) the ones later HTTP requests must carry.
-func setAuth(_ *App, run *running, next *config.Config) {
-	if run.web != nil {
-		run.web.handler.SetAuth(authChain(next))
+// The sessions of a token it removed or renamed end: the holder could no
+// longer reach them, and their calls stop. A token whose value changed
+// under the same name keeps its sessions (the identity is the name).
+func setAuth(a *App, run *running, next *config.Config) {
+	if run.web == nil {
+		return
+	}
+	chain := authChain(next)
+	run.web.handler.SetAuth(chain)
+	names := chain.Tokens.Names()
+	if n := run.web.handler.EndSessionsOf(func(who *identity.Identity) bool {
+		return who.Kind == identity.Token && !slices.Contains(names, who.Name)
+	}); n > 0 {
+		a.log.Info("reload: ended the sessions of tokens it removed", "sessions", n)
 	}
 }

@@ -125,6 +125,11 @@ type Record struct {
 	Event string `json:"event"`
 	// Session is the MCP session the call came in on.
 	Session string `json:"session"`
+	// Identity is who called (identity.Identity.String: "token:<name>",
+	// "oauth:<subject>", "local" over stdio, "anonymous"), never a
+	// credential. Empty (left out) in records written before it existed,
+	// which still verify.
+	Identity string `json:"identity,omitempty"`
 	// Tool is the called tool's name.
 	Tool string `json:"tool"`
 	// ArgsHash is the hex SHA-256 of the canonical arguments (with cwd,

@@ -31,6 +31,9 @@ func appendLine(dst []byte, r *Record, prev []byte) ([]byte, error) {
 	}
 	b = appendStringField(b, `,"event":`, r.Event)
 	b = appendStringField(b, `,"session":`, r.Session)
+	if r.Identity != "" {
+		b = appendStringField(b, `,"identity":`, r.Identity)
+	}
 	b = appendStringField(b, `,"tool":`, r.Tool)
 	b = appendStringField(b, `,"args_hash":`, r.ArgsHash)
 	if r.Cwd != "" {

@@ -79,7 +79,7 @@ var errLong = bytes.ErrTooLarge
 // TestEncoderKnowsEveryField fails when Record gains a field that
 // appendLine does not write yet.
 func TestEncoderKnowsEveryField(t *testing.T) {
-	const written = "time event session tool args_hash cwd,omitempty session_cwd,omitempty session_env,omitempty " +
+	const written = "time event session identity,omitempty tool args_hash cwd,omitempty session_cwd,omitempty session_env,omitempty " +
 		"sandbox,omitempty timeout_ms,omitempty approval started stopped outcome exit_status,omitempty " +
 		"stdout_bytes stderr_bytes sampling,omitempty correlation_id prev hash"
 	var tags []string

@@ -126,6 +126,15 @@ func (g *Grant) Allows(name string) bool {
 	return slices.ContainsFunc(g.Allow, func(p string) bool { return match(p, name) })
 }
 
+// Same reports whether g and o allow the same names by the same globs (a
+// nil grant is the same only as another nil one).
+func (g *Grant) Same(o *Grant) bool {
+	if g == nil || o == nil {
+		return g == o
+	}
+	return g == o || slices.Equal(g.Allow, o.Allow) && slices.Equal(g.Deny, o.Deny)
+}
+
 func match(pattern, name string) bool {
 	ok, err := path.Match(pattern, name)
 	return err == nil && ok

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"time"
+
 	"troupe/auth"
+	"troupe/identity"
 )
 
 // The operators' paths served beside MCP when Options.Admin is set: the
@@ -60,7 +62,7 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		// A bearer header decides alone: a wrong one is refused even
 		// beside a good cookie, as on the MCP endpoint.
-		if _, ok := h.authenticate(w, r); ok {
+		if who, ok := h.authenticate(w, r); ok && h.operator(w, r, who) {
 			h.opts.Admin.ServeHTTP(w, r)
 		}
 		return
@@ -68,13 +70,16 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	// The cookie is the status page's (its Path is /status): /metrics is
 	// for scrapers, which send the bearer header.
 	if c, err := r.Cookie(statusCookie); err == nil && r.URL.Path != adminMetrics {
-		found, sum := h.logins.check(c.Value)
-		if _, still := chain.Tokens.LookupSum(sum); found == loginValid && !still {
-			found = loginUnknown // its token was removed or changed
+		found, sum, key := h.logins.check(c.Value)
+		who, still := chain.Tokens.LookupSum(sum)
+		if found == loginValid && (!still || who.Key() != key) {
+			found = loginUnknown // its token was removed, changed or renamed
 		}
 		switch found {
 		case loginValid:
-			h.opts.Admin.ServeHTTP(w, r)
+			if h.operator(w, r, who) {
+				h.opts.Admin.ServeHTTP(w, r)
+			}
 		case loginExpired:
 			h.deny(w, r, http.StatusUnauthorized, "the status page's login has expired: open /status?token=<token> again")
 		default:
@@ -96,11 +101,15 @@ func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, tokens *
 	got := sha256.Sum256([]byte(r.URL.Query().Get("token")))
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	if _, ok := tokens.LookupSum(got); !ok {
+	who, ok := tokens.LookupSum(got)
+	if !ok {
 		h.deny(w, r, http.StatusUnauthorized, "invalid token in /status?token=")
 		return
 	}
-	value, err := h.logins.add(&got)
+	if !h.operator(w, r, who) {
+		return // no login for a token that could not use it
+	}
+	value, err := h.logins.add(&got, who.Key())
 	if err != nil {
 		h.log.Error("status page login: no random value for the cookie", "err", err)
 		h.refuse(w, http.StatusInternalServerError, "the login could not be made; try again")
@@ -117,6 +126,18 @@ func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, tokens *
 	})
 	w.Header().Set("Location", adminStatus)
 	w.WriteHeader(http.StatusSeeOther)
+}
+
+// operator lets who use the operators' paths, or answers 403: with
+// [auth] operators set, only the tokens and scopes it names are
+// operators, and a tenant sees nothing of the others' sessions and calls
+// (app sets identity.Operator).
+func (h *Handler) operator(w http.ResponseWriter, r *http.Request, who *identity.Identity) bool {
+	if who.Operator {
+		return true
+	}
+	h.deny(w, r, http.StatusForbidden, "forbidden: "+who.String()+" is not an operator ([auth] operators names who may use "+r.URL.Path+")")
+	return false
 }
 
 // adminRequest reports whether r is for one of the operators' paths and

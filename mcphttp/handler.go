@@ -186,10 +186,31 @@ func (h *Handler) SetAuth(c *auth.Chain) {
 	h.auth.Store(c)
 }
 
+// EndSessionsOf ends every session, and every pooled hidden session of
+// the 2026-07-28 era, whose identity gone says may no longer call (a
+// reload removed or renamed its token: its holder could not reach them
+// any more, and their calls must not run on for it). It returns how many
+// it ended; each ends as on a DELETE, its calls stopped.
+func (h *Handler) EndSessionsOf(gone func(*identity.Identity) bool) int {
+	var ending []*httptransport.Handle
+	h.mu.Lock()
+	for _, s := range h.sessions {
+		if gone(s.Identity()) {
+			ending = append(ending, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range ending {
+		h.log.Info("http session ended: its identity may no longer call", "http_session", s.ID()[:8], "identity", s.Identity().String())
+		s.Close()
+	}
+	return len(ending) + h.pool.dropIf(gone)
+}
+
 // SetBearerToken makes token the one static token, named "default",
 // later requests must carry ("" turns authentication off).
 func (h *Handler) SetBearerToken(token string) {
-	h.SetAuth(&auth.Chain{Tokens: auth.NewTokens([]auth.StaticToken{{Name: "default", Token: token}})})
+	h.SetAuth(&auth.Chain{Tokens: auth.NewTokens([]auth.StaticToken{{Name: "default", Token: token, Operator: true}})})
 }
 
 // Sessions is the number of live sessions.

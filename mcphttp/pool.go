@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"troupe/actors/httptransport"
+	"troupe/identity"
 )
 
 // sessionPool keeps the hidden sessions that served 2026-07-28 requests,
@@ -57,6 +58,34 @@ func (p *sessionPool) put(caller [32]byte, s *httptransport.Handle) bool {
 	}
 	p.idle[caller] = append(p.idle[caller], s)
 	return true
+}
+
+// dropIf closes the pooled sessions whose identity gone says has left
+// (a reload removed its token) and says how many it closed.
+func (p *sessionPool) dropIf(gone func(*identity.Identity) bool) int {
+	var closing []*httptransport.Handle
+	p.mu.Lock()
+	for caller, list := range p.idle {
+		kept := list[:0]
+		for _, s := range list {
+			if gone(s.Identity()) {
+				closing = append(closing, s)
+			} else {
+				kept = append(kept, s)
+			}
+		}
+		clear(list[len(kept):])
+		if len(kept) == 0 {
+			delete(p.idle, caller)
+		} else {
+			p.idle[caller] = kept
+		}
+	}
+	p.mu.Unlock()
+	for _, s := range closing {
+		s.Close()
+	}
+	return len(closing)
 }
 
 // drop closes every pooled session (the handler stops taking requests).

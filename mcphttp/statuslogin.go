@@ -23,10 +23,13 @@ const maxStatusLogins = 64
 
 // statusLogin is one login to the status page: the SHA-256 of its cookie's
 // value (the value itself is not kept, so memory holds nothing a browser
-// could present), the token it was made with, and when it expires.
+// could present), the token it was made with, the identity that token
+// was then (identity.Identity.Key: a reload that gives the token to
+// another name ends the login), and when it expires.
 type statusLogin struct {
 	cookie  [32]byte
 	token   [32]byte
+	who     string
 	expires time.Time
 }
 
@@ -51,7 +54,7 @@ const (
 
 // add makes a new login for the token whose SHA-256 is token and returns
 // its cookie's value: 32 bytes from crypto/rand, base64url.
-func (s *statusLogins) add(token *[32]byte) (string, error) {
+func (s *statusLogins) add(token *[32]byte, who string) (string, error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
@@ -64,28 +67,30 @@ func (s *statusLogins) add(token *[32]byte) (string, error) {
 	if len(s.logins) >= maxStatusLogins {
 		s.logins = append(s.logins[:0], s.logins[len(s.logins)-maxStatusLogins+1:]...)
 	}
-	s.logins = append(s.logins, statusLogin{cookie: sha256.Sum256([]byte(value)), token: *token,
+	s.logins = append(s.logins, statusLogin{cookie: sha256.Sum256([]byte(value)), token: *token, who: who,
 		expires: now.Add(statusLoginTTL)})
 	return value, nil
 }
 
 // check looks the cookie value up and returns the SHA-256 of the token its
-// login was made with (the caller checks that the token is still wanted:
-// a reload that removes or changes it ends its logins). Every kept login
+// login was made with and the identity it was then (the caller checks
+// that the token is still wanted, by the same identity: a reload that
+// removes, changes or renames it ends its logins). Every kept login
 // is compared in constant time, so the answer's timing says nothing about
 // how close a guess came.
-func (s *statusLogins) check(value string) (loginCheck, [32]byte) {
+func (s *statusLogins) check(value string) (loginCheck, [32]byte, string) {
 	sum := sha256.Sum256([]byte(value))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock()
 	found := loginUnknown
 	var token [32]byte
+	var who string
 	for _, l := range s.logins {
 		if subtle.ConstantTimeCompare(l.cookie[:], sum[:]) != 1 {
 			continue
 		}
-		found, token = loginValid, l.token
+		found, token, who = loginValid, l.token, l.who
 		if !now.Before(l.expires) {
 			found = loginExpired
 		}
@@ -93,7 +98,7 @@ func (s *statusLogins) check(value string) (loginCheck, [32]byte) {
 	// Expired logins are forgotten after the check, so that the one
 	// presented now is still told apart from a forged cookie.
 	s.prune(now)
-	return found, token
+	return found, token, who
 }
 
 // len is the number of logins kept.

@@ -20,7 +20,7 @@ func t0ctx() context.Context { return context.Background() }
 func BenchmarkRecordCall(b *testing.B) {
 	h := New(Options{Version: "bench"})
 	h.SetTools(testTools())
-	h.SessionStarted("s1", "http")
+	h.SessionStarted("s1", "http", "local")
 	h.SessionInitialized("s1", "2025-06-18", "bench")
 	ids := make([]string, 1024)
 	for i := range ids {

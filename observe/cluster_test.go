@@ -71,7 +71,7 @@ func TestSetClusterLabelsEverySeriesByNode(t *testing.T) {
 // of each session.
 func TestSnapshotShowsTheCluster(t *testing.T) {
 	h := New(Options{})
-	h.SessionStarted("s-1", "http")
+	h.SessionStarted("s-1", "http", "local")
 	body, _ := json.Marshal(h.Snapshot())
 	if s := string(body); strings.Contains(s, `"cluster"`) || strings.Contains(s, `"owner"`) {
 		t.Fatalf("one process's snapshot speaks of a cluster: %s", s)

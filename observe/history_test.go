@@ -23,7 +23,7 @@ func TestHistoryIsServedFromTheHub(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
 	h := newClockedHub(clock)
 	h.SetTools(testTools())
-	h.SessionStarted("s1", "http")
+	h.SessionStarted("s1", "http", "local")
 	clock.advance(10 * time.Second)
 
 	c := &actors.CallView{ID: "c-1", Session: "s1", Tool: "shell", Version: "2025-06-18", Started: clock.t}
@@ -82,7 +82,7 @@ func TestHistoryIsServedFromTheHub(t *testing.T) {
 func TestSessionCountsItsCalls(t *testing.T) {
 	h := New(Options{})
 	h.SetTools(testTools())
-	h.SessionStarted("s1", "stdio")
+	h.SessionStarted("s1", "stdio", "local")
 	h.SessionInitialized("s1", "2025-06-18", "codex")
 	call(h, "c-1", "s1", "shell", "2025-06-18", "ok", time.Millisecond)
 	call(h, "c-2", "s1", "shell", "2025-06-18", "ok", time.Millisecond)
@@ -99,9 +99,9 @@ func TestSessionCountsItsCalls(t *testing.T) {
 func TestHistoryWithTheClockSetBack(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
 	h := newClockedHub(clock)
-	h.SessionStarted("s1", "stdio")
+	h.SessionStarted("s1", "stdio", "local")
 	clock.advance(-time.Hour)
-	h.SessionStarted("s2", "stdio")
+	h.SessionStarted("s2", "stdio", "local")
 	if s := h.Snapshot(); len(s.History) != 1 || s.History[0].Sessions != 2 {
 		t.Fatalf("history = %+v", s.History)
 	}

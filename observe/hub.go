@@ -100,6 +100,7 @@ type counterKey struct{ outcome, era string }
 // sessionView is one session in the live view.
 type sessionView struct {
 	transport, era, version, client string
+	identity                        string // who it serves (identity.Identity.String)
 	started                         time.Time
 	calls                           int // in flight
 	total                           int // taken by an invoker since the session began
@@ -109,6 +110,7 @@ type sessionView struct {
 // CallFinished, kept in CallView.Observed.
 type callView struct {
 	id, session string
+	identity    string // who called (identity.Identity.String)
 	tool        *toolMetrics
 	era         string
 	started     time.Time
@@ -291,10 +293,10 @@ func (h *Hub) Snapshot() Snapshot {
 	h.mu.Lock()
 	for id, v := range h.sessions {
 		s.Sessions = append(s.Sessions, SessionInfo{ID: id, Transport: v.transport, Era: v.era, Version: v.version,
-			Client: v.client, Started: v.started, AgeSeconds: now.Sub(v.started).Seconds(), Calls: v.calls, CallsTotal: v.total})
+			Client: v.client, Identity: v.identity, Started: v.started, AgeSeconds: now.Sub(v.started).Seconds(), Calls: v.calls, CallsTotal: v.total})
 	}
 	for _, c := range h.calls {
-		s.Calls = append(s.Calls, CallInfo{ID: c.id, Session: c.session, Tool: c.tool.label, State: c.state,
+		s.Calls = append(s.Calls, CallInfo{ID: c.id, Session: c.session, Identity: c.identity, Tool: c.tool.label, State: c.state,
 			Started: c.started, AgeSeconds: now.Sub(c.started).Seconds()})
 	}
 	for i := 1; i <= h.ringLen; i++ {

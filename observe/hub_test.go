@@ -71,7 +71,7 @@ func matches(m *dto.Metric, labels map[string]string) bool {
 func TestCallsMoveCountersAndHistograms(t *testing.T) {
 	h := New(Options{Version: "test"})
 	h.SetTools(testTools())
-	h.SessionStarted("s1", "stdio")
+	h.SessionStarted("s1", "stdio", "local")
 	h.SessionInitialized("s1", "2025-06-18", "claude")
 
 	call(h, "c-1", "s1", "shell", "2025-06-18", "ok", 30*time.Millisecond)
@@ -167,7 +167,7 @@ func gaugeValue(t *testing.T, h *Hub, name string) float64 {
 func TestLabelsBounded(t *testing.T) {
 	h := New(Options{})
 	h.SetTools(testTools())
-	h.SessionStarted("s1", "carrier-pigeon")
+	h.SessionStarted("s1", "carrier-pigeon", "local")
 	for i := range 20 {
 		call(h, fmt.Sprintf("c-%d", i), "s1", fmt.Sprintf("no_such_tool_%d", i), "1999-01-01", fmt.Sprintf("Weird Outcome %d", i), time.Millisecond)
 	}
@@ -310,7 +310,7 @@ func TestLiveViewKeepsClientStringsBounded(t *testing.T) {
 	h.SetTools(testTools())
 	for i := range 40 {
 		id := fmt.Sprintf("s%d", i)
-		h.SessionStarted(id, "http")
+		h.SessionStarted(id, "http", "local")
 		h.SessionInitialized(id, "2025-06-18", huge)
 	}
 	for i := range auditKept {
@@ -434,8 +434,8 @@ func TestAuditFlushedAndSpool(t *testing.T) {
 func TestLiveView(t *testing.T) {
 	h := New(Options{Version: "1.2.3"})
 	h.SetTools(testTools())
-	h.SessionStarted("s1", "http")
-	h.SessionStarted("s2", "stdio")
+	h.SessionStarted("s1", "http", "local")
+	h.SessionStarted("s2", "stdio", "local")
 	h.SessionInitialized("s1", "2025-11-25", "inspector")
 
 	c := &actors.CallView{ID: "c-1", Session: "s1", Tool: "shell", Version: "2025-11-25", Started: time.Now().Add(-time.Second)}
@@ -491,7 +491,7 @@ func TestLiveView(t *testing.T) {
 
 func TestHiddenModernSessionTakesItsEraFromCalls(t *testing.T) {
 	h := New(Options{})
-	h.SessionStarted("hidden", "http")
+	h.SessionStarted("hidden", "http", "local")
 	call(h, "c-1", "hidden", "shell", "2026-07-28", "ok", time.Millisecond)
 	if s := h.Snapshot().Sessions[0]; s.Era != "modern" || s.Version != "2026-07-28" {
 		t.Errorf("session = %+v", s)
@@ -537,7 +537,7 @@ func TestNilHub(t *testing.T) {
 	var h *Hub
 	h.SetTools(testTools())
 	h.HTTPRefused(401)
-	h.SessionStarted("s", "stdio")
+	h.SessionStarted("s", "stdio", "local")
 	c := &actors.CallView{ID: "c-1"}
 	if ctx := h.CallStarted(t0ctx(), c); ctx != t0ctx() {
 		t.Error("a nil Hub's CallStarted changed the context")
@@ -562,7 +562,7 @@ func TestNilHub(t *testing.T) {
 func TestSnapshotJSON(t *testing.T) {
 	h := New(Options{Version: "v"})
 	h.SetTools(testTools())
-	h.SessionStarted("s1", "stdio")
+	h.SessionStarted("s1", "stdio", "local")
 	c := &actors.CallView{ID: "c-1", Session: "s1", Tool: "shell", Started: time.Now()}
 	h.CallStarted(t0ctx(), c)
 	b, err := json.Marshal(h.Snapshot())
@@ -598,7 +598,7 @@ func TestRequestServed(t *testing.T) {
 func TestMetricsLint(t *testing.T) {
 	h := New(Options{SpoolBytes: func() int64 { return 0 }})
 	h.SetTools(testTools())
-	h.SessionStarted("s1", "stdio")
+	h.SessionStarted("s1", "stdio", "local")
 	call(h, "c-1", "s1", "shell", "2025-06-18", "ok", time.Millisecond)
 	h.HTTPRefused(401)
 	h.SandboxStarted(sandbox.ProfileDefault, time.Millisecond, nil)
@@ -655,7 +655,7 @@ func TestConcurrentUse(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			session := fmt.Sprintf("s%d", g)
-			h.SessionStarted(session, "http")
+			h.SessionStarted(session, "http", "local")
 			h.SessionInitialized(session, "2025-06-18", "c")
 			for i := range 200 {
 				id := fmt.Sprintf("c-%d-%d", g, i)

@@ -29,8 +29,8 @@ const (
 )
 
 // SessionStarted adds the session to the live view and the sessions gauge,
-// in era "pending" until it initializes.
-func (h *Hub) SessionStarted(id, transport string) {
+// in era "pending" until it initializes; who is its identity (String).
+func (h *Hub) SessionStarted(id, transport, who string) {
 	if h == nil {
 		return
 	}
@@ -42,7 +42,7 @@ func (h *Hub) SessionStarted(id, transport string) {
 	}
 	now := h.now()
 	slot := h.hist.at(now, h.gaugesLocked())
-	h.sessions[id] = &sessionView{transport: transport, era: eraPending, started: now}
+	h.sessions[id] = &sessionView{transport: transport, identity: who, era: eraPending, started: now}
 	slot.end = h.gaugesLocked()
 	h.mu.Unlock()
 	h.m.sessions.WithLabelValues(transport, eraPending).Inc()
@@ -111,7 +111,7 @@ func (h *Hub) CallStarted(ctx context.Context, c *actors.CallView) context.Conte
 	if h == nil {
 		return ctx
 	}
-	v := &callView{id: c.ID, session: c.Session, tool: h.tool(c.Tool), era: eraOf(c.Version),
+	v := &callView{id: c.ID, session: c.Session, identity: c.Identity, tool: h.tool(c.Tool), era: eraOf(c.Version),
 		started: c.Started, state: stateStarting, ctx: ctx}
 	if v.started.IsZero() {
 		v.started = time.Now()
@@ -243,7 +243,7 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 	if r != nil {
 		e := &h.ring[h.ringNext]
 		*e = AuditEntry{Time: r.Stopped, Tool: tm.label, Outcome: r.Outcome, Approval: r.Approval,
-			DurationSeconds: took.Seconds(), CorrelationID: r.CorrelationID, Session: r.Session}
+			DurationSeconds: took.Seconds(), CorrelationID: r.CorrelationID, Session: r.Session, Identity: r.Identity}
 		if tm == h.unknown {
 			e.Tool = clip(r.Tool, maxShownBytes) // the page may show the asked name; it is no label
 		}

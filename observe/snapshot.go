@@ -78,6 +78,9 @@ type SessionInfo struct {
 	Version string `json:"version,omitempty"`
 	// Client is the client's name from initialize; "" when unknown.
 	Client string `json:"client,omitempty"`
+	// Identity is who the session serves ("token:<name>",
+	// "oauth:<subject>", "local", "anonymous"), never a credential.
+	Identity string `json:"identity,omitempty"`
 	// Started is when the session began.
 	Started time.Time `json:"started"`
 	// AgeSeconds is how long ago it began.
@@ -99,6 +102,8 @@ type CallInfo struct {
 	ID string `json:"id"`
 	// Session is the id of the session it came in on.
 	Session string `json:"session"`
+	// Identity is who called (as SessionInfo.Identity).
+	Identity string `json:"identity,omitempty"`
 	// Tool is the tool's name (as bounded for metrics: "unknown" when the
 	// registry has no such tool).
 	Tool string `json:"tool"`
@@ -147,6 +152,8 @@ type AuditEntry struct {
 	CorrelationID string `json:"correlation_id"`
 	// Session is the session's id.
 	Session string `json:"session"`
+	// Identity is who called (the audit record's identity).
+	Identity string `json:"identity,omitempty"`
 }
 
 // MetricsSummary is the handful of numbers the status page charts, read

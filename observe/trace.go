@@ -17,6 +17,9 @@ const (
 	// outcomeKey is a call's outcome ("ok" or the error kind) or an
 	// approval's decision.
 	outcomeKey = attribute.Key("troupe.outcome")
+	// identityKey names who called (identity.Identity.String), never a
+	// credential.
+	identityKey = attribute.Key("troupe.identity")
 	// errorTypeKey is OpenTelemetry's error.type, the class of a failure.
 	errorTypeKey = attribute.Key("error.type")
 )
@@ -38,7 +41,9 @@ func (h *Hub) traceCall(ctx context.Context, c *actors.CallView) (context.Contex
 	if h.tracer == nil {
 		return ctx, nil
 	}
-	return h.tracer.StartCall(ctx, c.Meta, c.Tool, c.ID, c.Session)
+	ctx, span := h.tracer.StartCall(ctx, c.Meta, c.Tool, c.ID, c.Session)
+	span.SetAttributes(identityKey.String(c.Identity))
+	return ctx, span
 }
 
 // traceApproval records the approval wait, which ended now, as a child

@@ -86,18 +86,46 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 		r.byName[spec.Name] = e
 	}
 	slices.SortFunc(r.entries, func(a, b *Entry) int { return strings.Compare(a.spec.Name, b.spec.Name) })
-	h := sha256.New()
 	for _, e := range r.entries {
 		b, err := json.Marshal(e.wire)
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", e.spec.Name, err)
 		}
 		e.print = sha256.Sum256(b)
-		h.Write(b)
-		h.Write([]byte{0})
 	}
-	h.Sum(r.fingerprint[:0])
+	r.fingerprint = fingerprint(r.entries)
 	return r, nil
+}
+
+// fingerprint hashes what tools/list shows of entries: their own
+// fingerprints in name order, so a registry and a subset of it (Only) that
+// hold the same tools have the same one.
+func fingerprint(entries []*Entry) [32]byte {
+	h := sha256.New()
+	for _, e := range entries {
+		h.Write(e.print[:])
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// Only is the registry of r's tools whose names keep accepts: what one
+// caller may see and use (an identity's grant). Its entries are r's, so
+// nothing is compiled again.
+func (r *Registry) Only(keep func(name string) bool) *Registry {
+	out := &Registry{byName: map[string]*Entry{}}
+	if r == nil {
+		return out
+	}
+	for _, e := range r.entries {
+		if keep(e.spec.Name) {
+			out.entries = append(out.entries, e)
+			out.byName[e.spec.Name] = e
+		}
+	}
+	out.fingerprint = fingerprint(out.entries)
+	return out
 }
 
 // SameTools reports whether other shows clients exactly the same tools

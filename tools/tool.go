@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"time"
 
+	"troupe/identity"
 	"troupe/protocol"
 	"troupe/redact"
 	"troupe/spool"
@@ -105,6 +106,10 @@ type Request struct {
 	// Resume is the client's answer to the *InputRequired this call
 	// returned in an earlier round; nil for a first call.
 	Resume *Resume
+	// Identity is who called (nil: stdio's local user): what a tool that
+	// serves several callers' things (the gateway's prompts and resources)
+	// shows this one.
+	Identity *identity.Identity
 	// RequestID is the JSON id of the client's request (tools/call, or the
 	// method a methods registry serves), for notifications that name the
 	// request they belong to (Codex's codex/event _meta.requestId).

@@ -16,6 +16,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/actors/transport"
+	"troupe/identity"
 	"troupe/protocol"
 	"troupe/protocol/framing"
 )
@@ -38,6 +39,9 @@ type Transport struct {
 	lastSeen   time.Time
 	closed     bool // its streams have been ended; new requests get ended streams
 }
+
+// Identity is who started the session (its Handle's).
+func (t *Transport) Identity() *identity.Identity { return t.handle.who }
 
 // postStream is the stream of one POSTed request.
 type postStream struct {
