@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -73,14 +74,22 @@ func (o operatorScopes) Validate(ctx context.Context, token string) (*identity.I
 	return &marked, refusal
 }
 
-// authChain is who the HTTP front accepts, as the config says.
-func authChain(cfg *config.Config) *auth.Chain {
+// authChain is who the HTTP front accepts, as the config says: the named
+// static tokens and, with [auth.oauth], OAuth access tokens (the
+// validator logs to log when the issuer cannot be reached), whose holders
+// of a scope [auth] operators names are operators.
+func authChain(cfg *config.Config, log *slog.Logger) *auth.Chain {
 	c := &auth.Chain{Tokens: auth.NewTokens(staticTokens(cfg))}
-	if c.OAuth != nil {
-		c.OAuth = operatorScopes{next: c.OAuth, operators: cfg.Auth.Operators}
+	if v, err := oauthValidator(cfg, log); err != nil {
+		c.OAuth = refuseAll{why: err.Error()}
+	} else if v != nil {
+		c.OAuth = operatorScopes{next: v, operators: cfg.Auth.Operators}
+		c.Metadata = v
 	}
 	return c
 }
 
 // authRequired reports whether the HTTP front asks callers for a credential.
-func authRequired(cfg *config.Config) bool { return authChain(cfg).Required() }
+func authRequired(cfg *config.Config) bool {
+	return len(staticTokens(cfg)) > 0 || cfg.Auth.OAuth.Issuer != ""
+}

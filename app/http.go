@@ -81,6 +81,9 @@ func checkHTTPAddress(cfg *config.Config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if _, err := oauthValidator(cfg, nil); err != nil {
+		return false, err
+	}
 	if !loopback && !authRequired(cfg) && !h.AllowUnauthenticatedRemote {
 		return false, fmt.Errorf("refusing to serve %s without authentication: it is not a loopback address, so anyone "+
 			"who can reach it could run tools; set a token (--bearer-token-env NAME or http.auth.bearer_token = \"${NAME}\") "+
@@ -118,7 +121,7 @@ func startHTTP(cfg *config.Config, host *actors.Host, obs *observing, log *slog.
 	handler := mcphttp.New(host, mcphttp.Options{
 		Cluster:              front,
 		Path:                 h.Path,
-		Auth:                 authChain(cfg),
+		Auth:                 authChain(cfg, log),
 		AllowedOrigins:       h.AllowedOrigins,
 		CheckHost:            loopback,
 		MaxSessions:          h.MaxSessions,

@@ -80,7 +80,7 @@ type reloadRule struct {
 // the sandbox's limits), which every reload rebuilds.
 var reloadRules = []reloadRule{
 	{key: "logging.level", part: func(c *config.Config) any { return c.Logging.Level }, apply: setLogLevel},
-	{key: "auth", part: func(c *config.Config) any { return staticTokens(c) }, apply: setAuth},
+	{key: "auth", part: func(c *config.Config) any { return [3]any{staticTokens(c), c.Auth.OAuth, c.Auth.Operators} }, apply: setAuth},
 
 	{key: "logging.format", part: func(c *config.Config) any { return c.Logging.Format }},
 	{key: "[server]", part: func(c *config.Config) any { return c.Server }},
@@ -118,7 +118,9 @@ func setLogLevel(a *App, _ *running, next *config.Config) {
 }
 
 // setAuth makes the config's tokens (http.auth.bearer_token as
-// "default", [[auth.tokens]]) the ones later HTTP requests must carry.
+// "default", [[auth.tokens]]) and [auth.oauth] the ones later HTTP
+// requests must carry; a changed [auth.oauth] gets a new validator, which
+// fetches the issuer's keys anew.
 // The sessions of a token it removed or renamed end: the holder could no
 // longer reach them, and their calls stop. A token whose value changed
 // under the same name keeps its sessions (the identity is the name).
@@ -126,7 +128,7 @@ func setAuth(a *App, run *running, next *config.Config) {
 	if run.web == nil {
 		return
 	}
-	chain := authChain(next)
+	chain := authChain(next, a.log)
 	run.web.handler.SetAuth(chain)
 	names := chain.Tokens.Names()
 	if n := run.web.handler.EndSessionsOf(func(who *identity.Identity) bool {

@@ -49,6 +49,9 @@ type Validator interface {
 type Chain struct {
 	Tokens *Tokens
 	OAuth  Validator
+	// Metadata describes the protected resource OAuth guards (RFC 9728),
+	// apart from OAuth so that a wrapped validator keeps it; nil: none.
+	Metadata ResourceDescriber
 }
 
 // Required reports whether callers must send a credential.

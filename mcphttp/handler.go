@@ -53,7 +53,10 @@ type Options struct {
 	// it, whichever credential of that identity comes later.
 	Auth *auth.Chain
 	// ResourceMetadata is the URL of the RFC 9728 protected resource
-	// metadata, named in every 401's WWW-Authenticate ("" leaves it out).
+	// metadata, named in every 401's and 403's WWW-Authenticate. "": when
+	// Auth has an OAuth validator, the URL it names (http.public_url's
+	// origin), else the one on the request's own origin (the Host it was
+	// served under); without OAuth, none is named.
 	ResourceMetadata string
 	// AllowedOrigins lists the Origin values browsers may send (scheme,
 	// host and port, e.g. "https://app.example"; "null" allows pages with
@@ -241,6 +244,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	default:
+		if h.resourceMetadataRequest(r) {
+			h.serveResourceMetadata(w, r)
+			return
+		}
 		if h.adminRequest(r) {
 			h.serveAdmin(w, r)
 			return
@@ -319,8 +326,8 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request) (*identit
 // error body every refusal has.
 func (h *Handler) challenge(w http.ResponseWriter, r *http.Request, refusal *auth.Refusal) {
 	params := []string{`realm="troupe"`}
-	if h.opts.ResourceMetadata != "" {
-		params = append(params, `resource_metadata="`+h.opts.ResourceMetadata+`"`)
+	if u := h.resourceMetadataURL(r); u != "" {
+		params = append(params, `resource_metadata="`+u+`"`)
 	}
 	if refusal.Code != "" {
 		params = append(params, `error="`+refusal.Code+`"`)
