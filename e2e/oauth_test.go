@@ -20,7 +20,9 @@ import (
 // challenge naming the protected resource metadata, which names the
 // issuer; a token without the required scope gets 403 insufficient_scope;
 // after the issuer rotates its key, a token under the new kid is accepted
-// once troupe refreshes its JWKS. No token reaches the log or the audit.
+// once troupe refreshes its JWKS, and one under the withdrawn key no longer
+// is. The TypeScript SDK finds the issuer from the 401 and authorizes by
+// itself. No token reaches the log or the audit.
 func TestOAuthResourceServer(t *testing.T) {
 	issuer := startOIDC(t)
 	stranger := startOIDC(t) // another issuer troupe does not trust
@@ -170,6 +172,10 @@ func TestOAuthResourceServer(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
+		// The refresh dropped the key the issuer withdrew: a token it
+		// signed no longer passes.
+		refused(t, modernToolsList(t, srv.url, "Bearer "+valid), http.StatusUnauthorized, "invalid_token")
+		valid = fresh
 	})
 
 	t.Run("a tool call", func(t *testing.T) {
