@@ -215,6 +215,11 @@ func TestOAuthResourceServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the audit log: %v", err)
 		}
+		// The calls' records name the caller by issuer's subject (the
+		// client, in the client credentials grant), not by its token.
+		if !strings.Contains(string(auditText), `"identity":"oauth:troupe-e2e-app"`) {
+			t.Errorf("no audit record names the identity oauth:troupe-e2e-app:\n%s", auditText)
+		}
 		for _, tok := range tokens {
 			// The signature part alone is enough to betray a token.
 			parts := strings.Split(tok, ".")
