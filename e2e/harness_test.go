@@ -21,8 +21,13 @@
 // The second client is the real Codex CLI (codex_test.go), run offline
 // against a scripted stand-in for the model (codexmodel_test.go).
 //
-// The runner needs e2e/tsclient/node_modules and Codex e2e/codex/node_modules;
-// scripts/test installs both.
+// The OAuth tests (oauth_test.go) add a real authorization server,
+// oidc-provider on loopback (oidc/provider.mjs, started by
+// oidc_harness_test.go), whose tokens troupe must accept or refuse.
+//
+// The runner needs e2e/tsclient/node_modules, Codex e2e/codex/node_modules
+// and the authorization server e2e/oidc/node_modules; scripts/test installs
+// them.
 package e2e
 
 import (
@@ -165,6 +170,8 @@ type transport struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth, over HTTP, makes the SDK authorize by itself (see runner.mjs).
+	OAuth *oauthClient `json:"oauth,omitempty"`
 }
 
 // step is one request: Op "listTools" (all pages) or "callTool".
@@ -192,6 +199,11 @@ type result struct {
 	Steps           []stepResult      `json:"steps"`
 	Elicitations    []json.RawMessage `json:"elicitations"`
 	Samplings       []json.RawMessage `json:"samplings"`
+	// OAuth is there when the transport had OAuth: how many tokens the
+	// SDK obtained.
+	OAuth *struct {
+		Tokens int `json:"tokens"`
+	} `json:"oauth"`
 }
 
 type implementation struct {

@@ -8,7 +8,8 @@
 // A scenario names a transport and a list of steps:
 //
 //   {"transport": {"kind": "stdio", "command": "...", "args": [...], "env": {...}, "cwd": "..."}
-//              | {"kind": "http", "url": "...", "headers": {...}},
+//              | {"kind": "http", "url": "...", "headers": {...},
+//                 "oauth": {"clientId": "...", "clientSecret": "...", "issuer": "...", "scope": "..."}},
 //    "steps": [{"op": "listTools"} | {"op": "callTool", "name": "...", "arguments": {...}, "progress": true}
 //             | {"op": "readResource", "uri": "..."}],
 //    "elicitation": [{"action": "accept", "content": {...}, "_meta": {...}} | {"action": "decline"}
@@ -25,6 +26,14 @@
 // results, in order (an error once they run out); the requests it got are
 // reported as "samplings".
 //
+// With transport.oauth, the client authorizes through the SDK's own OAuth
+// support, as an unattended client would: the server's 401 names its
+// protected resource metadata (RFC 9728), the SDK discovers the
+// authorization server from it, gets a token with the client credentials
+// grant (its ClientCredentialsProvider, bound to the issuer given) for the
+// resource the metadata names, and sends it. The report then carries
+// "oauth": {"tokens": N}, how many tokens the SDK obtained.
+//
 // It prints one JSON document on stdout:
 //
 //   {"serverVersion": {...}, "protocolVersion": "...",
@@ -38,6 +47,7 @@ import { readFile } from 'node:fs/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const EXIT_BAD_SCENARIO = 2;
@@ -74,7 +84,31 @@ async function readScenario(path) {
   return scenario;
 }
 
-function makeTransport(spec) {
+// CountingClientCredentials is the SDK's client credentials provider,
+// counting the tokens it is handed so the report can show the OAuth flow ran.
+class CountingClientCredentials extends ClientCredentialsProvider {
+  tokensSaved = 0;
+
+  saveTokens(tokens) {
+    this.tokensSaved++;
+    super.saveTokens(tokens);
+  }
+}
+
+function makeAuthProvider(oauth) {
+  if (oauth === undefined) return undefined;
+  for (const key of ['clientId', 'clientSecret', 'issuer']) {
+    if (typeof oauth?.[key] !== 'string') throw new ScenarioError(`transport.oauth.${key} must be a string`);
+  }
+  return new CountingClientCredentials({
+    clientId: oauth.clientId,
+    clientSecret: oauth.clientSecret,
+    expectedIssuer: oauth.issuer,
+    scope: oauth.scope,
+  });
+}
+
+function makeTransport(spec, authProvider) {
   switch (spec?.kind) {
     case 'stdio':
       if (typeof spec.command !== 'string') throw new ScenarioError('transport.command must be a string');
@@ -93,6 +127,7 @@ function makeTransport(spec) {
       if (typeof spec.url !== 'string') throw new ScenarioError('transport.url must be a string');
       return new StreamableHTTPClientTransport(new URL(spec.url), {
         requestInit: { headers: spec.headers ?? {} },
+        authProvider,
       });
     default:
       throw new ScenarioError(`transport.kind must be "stdio" or "http", got ${JSON.stringify(spec?.kind)}`);
@@ -167,7 +202,8 @@ async function runStep(client, step) {
 
 async function main() {
   const scenario = await readScenario(process.argv[2]);
-  const transport = makeTransport(scenario.transport);
+  const authProvider = makeAuthProvider(scenario.transport?.oauth);
+  const transport = makeTransport(scenario.transport, authProvider);
 
   // The client does not keep the negotiated protocol version; it hands it to
   // transports that want it (HTTP needs it for a header). Catch it there.
@@ -229,6 +265,7 @@ async function main() {
   const report = { serverVersion: client.getServerVersion(), protocolVersion, steps };
   if (answers) report.elicitations = elicitations;
   if (samples) report.samplings = samplings;
+  if (authProvider) report.oauth = { tokens: authProvider.tokensSaved };
   await new Promise((resolve) => process.stdout.write(JSON.stringify(report) + '\n', resolve));
   return 0;
 }
