@@ -220,9 +220,12 @@ type Client struct {
 	resourcesSubscribe bool
 	// watchMu guards watched: the URIs a modern server is asked for on
 	// the listen request (Subscribe adds, Unsubscribe removes); relisten
-	// tells the listen loop the set changed, to open the request anew.
+	// tells the listen loop the set changed, to open the request anew;
+	// watchGen counts the changes, so a poke the loop has already seen
+	// the set of (it read the set after the change) opens nothing anew.
 	watchMu     sync.Mutex
 	watched     map[string]bool
+	watchGen    uint64
 	relisten    chan struct{}
 	parkTimeout time.Duration
 

@@ -149,7 +149,7 @@ func (c *Client) Era() protocol.Era { return c.era }
 func (c *Client) listen() {
 	delay := defaultRetry
 	for c.life.Err() == nil {
-		params, wanted := c.listenParams()
+		params, gen, wanted := c.listenParams()
 		if !wanted { // nothing to listen for until a Subscribe
 			select {
 			case <-c.relisten:
@@ -162,12 +162,18 @@ func (c *Client) listen() {
 		ctx, cancel := context.WithCancel(c.life)
 		poked := make(chan bool, 1)
 		go func() { // ends with ctx, cancelled below
-			select {
-			case <-c.relisten:
-				poked <- true
-				cancel()
-			case <-ctx.Done():
-				poked <- false
+			for {
+				select {
+				case <-c.relisten:
+					if !c.watchChangedSince(gen) {
+						continue // a change the request already carries (poked before the set was read)
+					}
+					poked <- true
+					cancel()
+				case <-ctx.Done():
+					poked <- false
+				}
+				return
 			}
 		}()
 		_, err := c.request(ctx, protocol.MethodSubscriptionsListen, params, nil)
@@ -192,9 +198,9 @@ func (c *Client) listen() {
 	}
 }
 
-// listenParams are the params of the listen request, and whether there is
-// anything to ask for.
-func (c *Client) listenParams() (json.RawMessage, bool) {
+// listenParams are the params of the listen request, the generation of
+// the subscribed set they carry, and whether there is anything to ask for.
+func (c *Client) listenParams() (json.RawMessage, uint64, bool) {
 	n := map[string]any{
 		"toolsListChanged":     c.toolsChange && c.h.ToolsChanged != nil,
 		"promptsListChanged":   c.promptsChange && c.h.PromptsChanged != nil,
@@ -202,13 +208,22 @@ func (c *Client) listenParams() (json.RawMessage, bool) {
 	wanted := n["toolsListChanged"] == true || n["promptsListChanged"] == true || n["resourcesListChanged"] == true
 	c.watchMu.Lock()
 	uris := slices.Sorted(maps.Keys(c.watched))
+	gen := c.watchGen
 	c.watchMu.Unlock()
 	if len(uris) > 0 {
 		n["resourceSubscriptions"] = uris
 		wanted = true
 	}
 	params, _ := json.Marshal(map[string]any{"notifications": n})
-	return params, wanted
+	return params, gen, wanted
+}
+
+// watchChangedSince reports whether the subscribed set changed after
+// generation gen was read.
+func (c *Client) watchChangedSince(gen uint64) bool {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	return c.watchGen != gen
 }
 
 // watch adds uri to (or takes it from) the URIs the listen request asks
@@ -227,6 +242,9 @@ func (c *Client) watch(uri string, on bool) error {
 		c.watched[uri] = true
 	} else {
 		delete(c.watched, uri)
+	}
+	if changed {
+		c.watchGen++
 	}
 	c.watchMu.Unlock()
 	if changed {

@@ -102,7 +102,9 @@ func TestStdioResources(t *testing.T) {
 // server's messages are bounded like HTTP answers (16 MiB), not lost.
 func TestStdioHugePage(t *testing.T) {
 	c := dial(t, fakeConfig(t, "normal", nil), downstream.Handlers{})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A guard against a hang, not a speed target: 6 MB of JSON through the
+	// race detector takes about 10 s on a loaded 2-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	list, err := c.ListResources(ctx, "huge")
 	if err != nil || len(list.Items) != 100_000 || string(list.Items[99_999]) != `{"uri":"test://r/099999","name":"resource 099999","mimeType":"text/plain"}` {
