@@ -10,6 +10,7 @@
 package identity
 
 import (
+	"context"
 	"crypto/sha256"
 	"path"
 	"slices"
@@ -138,4 +139,19 @@ func (g *Grant) Same(o *Grant) bool {
 func match(pattern, name string) bool {
 	ok, err := path.Match(pattern, name)
 	return err == nil && ok
+}
+
+// contextKey is the request context's key for who made the request.
+type contextKey struct{}
+
+// NewContext returns ctx carrying who: how the HTTP front tells a handler
+// it mounts (the status page) who is asking.
+func NewContext(ctx context.Context, who *Identity) context.Context {
+	return context.WithValue(ctx, contextKey{}, who)
+}
+
+// FromContext returns the identity NewContext put in ctx, or nil.
+func FromContext(ctx context.Context) *Identity {
+	who, _ := ctx.Value(contextKey{}).(*Identity)
+	return who
 }
