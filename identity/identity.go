@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"path"
 	"slices"
+	"strings"
 )
 
 // Kind says which namespace an identity's name lives in: a token named
@@ -106,6 +107,24 @@ func (id *Identity) Label() string {
 		return "token:" + id.Name
 	}
 	return id.Kind.String()
+}
+
+// LabelOf is Label of the identity whose String is s, for those that
+// keep only the String (the audit record, the call's view): "token:<name>"
+// stays, an OAuth subject becomes "oauth" (subjects are unbounded), "local"
+// and "anonymous" stay; anything else, "" included, is "unknown". It
+// returns s or a constant, so it costs no allocation.
+func LabelOf(s string) string {
+	switch {
+	case strings.HasPrefix(s, "token:"):
+		return s
+	case strings.HasPrefix(s, "oauth:"):
+		return "oauth"
+	case s == "local", s == "anonymous":
+		return s
+	default:
+		return "unknown"
+	}
 }
 
 // Grant is what an identity may use, by glob over exposed tool names

@@ -27,8 +27,8 @@ const (
 // registry. Every label's values come from a bounded set: the registry's
 // tool names, a fixed list, or the configured downstream servers.
 type metrics struct {
-	calls            *prometheus.CounterVec   // tool, outcome, era
-	callDuration     *prometheus.HistogramVec // tool
+	calls            *prometheus.CounterVec   // tool, outcome, era, identity
+	callDuration     *prometheus.HistogramVec // tool, identity
 	approvals        *prometheus.CounterVec   // outcome
 	approvalWait     *prometheus.HistogramVec // outcome
 	sessions         *prometheus.GaugeVec     // transport, era
@@ -69,13 +69,13 @@ func newMetrics(h *Hub) *metrics {
 		callBounds: callBuckets,
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "troupe_calls_total",
-			Help: "Tool calls finished, by tool (\"unknown\" for a name the registry does not have), outcome (\"ok\" or the error kind) and protocol era (legacy: revisions with initialize; modern: 2026-07-28).",
-		}, []string{"tool", "outcome", "era"}),
+			Help: "Tool calls finished, by tool (\"unknown\" for a name the registry does not have), outcome (\"ok\" or the error kind), protocol era (legacy: revisions with initialize; modern: 2026-07-28) and identity (token:<name>, oauth, local, anonymous).",
+		}, []string{"tool", "outcome", "era", "identity"}),
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "troupe_call_duration_seconds",
-			Help:    "Whole tool calls, from an invoker taking the call to its result, including any approval wait, by tool.",
+			Help:    "Whole tool calls, from an invoker taking the call to its result, including any approval wait, by tool and identity (token:<name>, oauth, local, anonymous).",
 			Buckets: callBuckets,
-		}, []string{"tool"}),
+		}, []string{"tool", "identity"}),
 		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "troupe_approvals_total",
 			Help: "Approval decisions, by outcome (approved, denied, expired, unavailable, trusted).",
