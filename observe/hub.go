@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"troupe/identity"
+	"troupe/limits"
 	"troupe/observe/tracing"
 	"troupe/protocol"
 )
@@ -264,6 +266,18 @@ func (h *Hub) HTTPRefused(status int) {
 	h.mu.Lock()
 	h.hist.at(h.now(), h.gaugesLocked()).refused++
 	h.mu.Unlock()
+}
+
+// RateLimited counts a request an identity's limits refused
+// (limits.Limiter.OnExceeded), by the identity's bounded label and the
+// kind of limit.
+func (h *Hub) RateLimited(over *limits.Exceeded) {
+	if h == nil || over == nil {
+		return
+	}
+	limit := oneOf(over.Limit, limits.LimitCallsPerMinute, limits.LimitToolCallsPerMinute,
+		limits.LimitConcurrentCalls, limits.LimitSessions)
+	h.m.rateLimited.WithLabelValues(identity.LabelOf(over.Identity), limit).Inc()
 }
 
 // gaugesLocked are the live view's gauges now; h.mu is held.

@@ -15,6 +15,7 @@ import (
 
 	"troupe/actors"
 	"troupe/audit"
+	"troupe/limits"
 	"troupe/sandbox"
 )
 
@@ -749,5 +750,28 @@ func TestQuantile(t *testing.T) {
 		if got := quantile(c.q, bounds, c.cum, c.total); got != c.want {
 			t.Errorf("quantile(%v, %v, %d) = %v, want %v", c.q, c.cum, c.total, got, c.want)
 		}
+	}
+}
+
+// Refusals by an identity's limits are counted by its bounded label and
+// the kind of limit; an OAuth subject or an unknown limit never becomes a
+// label value.
+func TestRateLimitedByIdentity(t *testing.T) {
+	h := New(Options{})
+	h.RateLimited(&limits.Exceeded{Identity: "token:alice", Limit: limits.LimitCallsPerMinute})
+	h.RateLimited(&limits.Exceeded{Identity: "token:alice", Limit: limits.LimitCallsPerMinute})
+	h.RateLimited(&limits.Exceeded{Identity: "oauth:subject-42", Limit: limits.LimitSessions})
+	h.RateLimited(&limits.Exceeded{Identity: "local", Limit: "made up"})
+	h.RateLimited(nil)
+	for _, c := range []struct {
+		who, limit string
+		want       float64
+	}{{"token:alice", "calls_per_minute", 2}, {"oauth", "max_sessions", 1}, {"local", "other", 1}} {
+		if got := testutil.ToFloat64(h.m.rateLimited.WithLabelValues(c.who, c.limit)); got != c.want {
+			t.Errorf("rate_limited{%s,%s} = %v, want %v", c.who, c.limit, got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(h.m.rateLimited, "troupe_rate_limited_total"); n != 3 {
+		t.Errorf("rate_limited_total has %d series, want 3", n)
 	}
 }

@@ -44,6 +44,7 @@ type metrics struct {
 	auditBatch       prometheus.Histogram
 	auditFlush       prometheus.Histogram
 	httpRefused      *prometheus.CounterVec // status
+	rateLimited      *prometheus.CounterVec // identity, limit
 	// callBounds are callDuration's bucket bounds, for the page's
 	// quantiles.
 	callBounds []float64
@@ -142,10 +143,14 @@ func newMetrics(h *Hub) *metrics {
 			Name: "troupe_http_refused_total",
 			Help: "HTTP requests the MCP endpoint refused itself, by status code (401, 403, 404, 429, 503, ...).",
 		}, []string{"status"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "troupe_rate_limited_total",
+			Help: "Requests refused by an identity's limits, by identity (token:<name>, oauth, local, anonymous) and limit (calls_per_minute, tool_calls_per_minute, max_concurrent_calls, max_sessions).",
+		}, []string{"identity", "limit"}),
 	}
 	m.own = []prometheus.Collector{m.calls, m.callDuration, m.approvals, m.approvalWait, m.sessions, m.requests,
 		m.requestDuration, m.sandboxStarts, m.sandboxRefusals, m.sandboxFailures, m.sandboxStartTime,
-		m.downstreamState, m.reconnects, m.downstreamCall, m.auditBatch, m.auditFlush, m.httpRefused,
+		m.downstreamState, m.reconnects, m.downstreamCall, m.auditBatch, m.auditFlush, m.httpRefused, m.rateLimited,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "troupe_calls_in_flight",
 			Help: "Tool calls taken by an invoker and not finished yet.",
