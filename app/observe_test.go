@@ -86,7 +86,7 @@ func TestMetricsListenInStdioMode(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		code, body := get("/metrics", "")
-		if code == 200 && strings.Contains(body, `troupe_calls_total{era="legacy",outcome="ok",tool="repo.listDir"} 1`) {
+		if code == 200 && strings.Contains(body, `troupe_calls_total{era="legacy",identity="local",outcome="ok",tool="repo.listDir"} 1`) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -102,6 +102,9 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 
 	hostOpts := a.hostOptions(cfg, spoolDir, auditLog)
 	lim := newLimiter(cfg)
+	if a.obs != nil {
+		lim.OnExceeded(a.obs.hub.RateLimited) // troupe_rate_limited_total
+	}
 	hostOpts.Session.Limits = lim
 	gw := a.newGateway()
 	if gatewayOffered(cfg) {

@@ -239,7 +239,7 @@ func TestClusterStatusAndMetricsShowTheNodes(t *testing.T) {
 				}
 			}
 		}
-		if got := counter(families, "troupe_calls_total", map[string]string{"node": self, "tool": "hello", "outcome": "ok", "era": "legacy"}); got != 1 {
+		if got := counter(families, "troupe_calls_total", map[string]string{"node": self, "tool": "hello", "outcome": "ok", "era": "legacy", "identity": "token:default"}); got != 1 {
 			t.Errorf("%s's troupe_calls_total{node=%s,tool=hello}: %v, want 1", n.http, self, got)
 		}
 		if got := counter(families, "troupe_cluster_members", map[string]string{"node": self}); got != 2 {

@@ -29,7 +29,7 @@ func TestGatewayMethodsInMetrics(t *testing.T) {
 		t.Fatalf("prompts/list: %s %s", resp.Status, body)
 	}
 	s.end(t)
-	labels := map[string]string{"tool": "prompts.list", "outcome": "ok", "era": "legacy"}
+	labels := map[string]string{"tool": "prompts.list", "outcome": "ok", "era": "legacy", "identity": "token:default"}
 	deadline := time.Now().Add(10 * time.Second)
 	for counter(scrape(t, srv), "troupe_calls_total", labels)-counter(before, "troupe_calls_total", labels) != 1 {
 		if time.Now().After(deadline) {

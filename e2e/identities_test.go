@@ -155,8 +155,9 @@ func withoutName(t *testing.T, m map[string]any, name string) string {
 // each lists only its tools (both eras; 2026-07-28 private), a call
 // outside them is answered as an unknown tool's, a session or an
 // approval state of one is nothing to the other, the audit log names
-// each, and only the operator sees /status/ and /metrics, where sessions
-// and calls name their identity.
+// each, only the operator sees /metrics (calls counted by identity) and
+// all of /status/, where sessions and calls name their identity, and a
+// tenant's page in Chromium shows its own and nothing of the other's.
 func TestIdentitiesOverHTTP(t *testing.T) {
 	fx := newFixture(t)
 	s := startIdentityServer(t, fx)
@@ -256,15 +257,21 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 		t.Errorf("alice's output: %.200q", text)
 	}
 
-	// The operators' paths: tenants are refused, the operator sees every
-	// session with its identity.
+	// The operators' paths: /metrics is the operator's only; the operator
+	// sees every session with its identity, a tenant its own.
+	if status, body := s.admin(t, aliceToken, "/metrics"); status != 403 || strings.Contains(string(body), "troupe_calls_total") {
+		t.Errorf("alice GET /metrics: %d %.200s", status, body)
+	}
 	for _, path := range []string{"/status", "/status/", "/metrics"} {
-		if status, body := s.admin(t, aliceToken, path); status != 403 || strings.Contains(string(body), alice) {
-			t.Errorf("alice GET %s: %d %.200s", path, status, body)
-		}
 		if status, _ := s.admin(t, opsToken, path); status != 200 {
 			t.Errorf("ops GET %s: %d", path, status)
 		}
+	}
+	// Tool calls are counted by identity, a bounded label.
+	_, metrics := s.admin(t, opsToken, "/metrics")
+	if !regexp.MustCompile(`troupe_calls_total\{era="legacy",identity="token:alice",outcome="ok",tool="repo.readFile"\} 1\n`).Match(metrics) ||
+		!regexp.MustCompile(`troupe_call_duration_seconds_count\{identity="token:bob",tool="repo.readFile"\} [1-9]`).Match(metrics) {
+		t.Errorf("/metrics does not count alice's and bob's calls by identity:\n%s", grepLines(string(metrics), "troupe_call"))
 	}
 	_, snap := s.admin(t, opsToken, "/status/")
 	var snapshot struct {
@@ -291,8 +298,27 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 	if strings.Contains(string(snap), aliceToken) || strings.Contains(string(snap), bobToken) {
 		t.Error("the status snapshot holds a token")
 	}
+	// Alice's own view: her sessions, none of bob's (by the ids the
+	// operator sees).
+	var bobSessions []string
+	for _, x := range snapshot.Sessions {
+		if x.Identity == "token:bob" {
+			bobSessions = append(bobSessions, x.ID)
+		}
+	}
+	if len(bobSessions) == 0 {
+		t.Fatalf("the operator sees no session of bob's: %.600s", snap)
+	}
+	showsBob := func(text string) bool {
+		return strings.Contains(text, "token:bob") || slices.ContainsFunc(bobSessions, func(id string) bool { return strings.Contains(text, id) })
+	}
+	status, own := s.admin(t, aliceToken, "/status/")
+	if status != 200 || !strings.Contains(string(own), `"identity":"token:alice"`) || showsBob(string(own)) ||
+		!strings.Contains(string(own), `"viewer":"token:alice"`) || strings.Contains(string(own), aliceToken) {
+		t.Errorf("alice's own /status/: %d %.600s", status, own)
+	}
 	// The page in headless Chromium, as the operator logs in: each session
-	// and audit entry names its identity. A tenant's login is refused.
+	// and audit entry names its identity.
 	if _, err := exec.LookPath("chromium"); err == nil {
 		chromium := findChromium(t)
 		dom := dumpDOM(t, chromium, s.base+"/status?token="+opsToken)
@@ -304,8 +330,20 @@ func TestIdentitiesOverHTTP(t *testing.T) {
 		if strings.Contains(dom, opsToken) || strings.Contains(dom, aliceToken) {
 			t.Error("the status page shows a token")
 		}
-		if status, _ := s.admin(t, aliceToken, "/status?token="+aliceToken); status != 403 {
-			t.Errorf("alice's status login: %d, want 403", status)
+		// Alice logs in to the page: her session and calls, nothing of
+		// bob's, and no server-wide section.
+		dom = dumpDOM(t, chromium, s.base+"/status?token="+aliceToken)
+		for _, want := range []string{`data-col="identity">token:alice<`, `id="viewer-name" class="mono">token:alice<`} {
+			if !strings.Contains(dom, want) {
+				t.Errorf("alice's status page in Chromium lacks %s:\n%s", want, dom)
+			}
+		}
+		if showsBob(dom) || strings.Contains(dom, aliceToken) {
+			t.Errorf("alice's status page in Chromium shows bob's or a token:\n%s", dom)
+		}
+		if !regexp.MustCompile(`<section id="trends"[^>]* hidden`).MatchString(dom) ||
+			!regexp.MustCompile(`<section id="downstreams-section"[^>]* hidden`).MatchString(dom) {
+			t.Errorf("alice's status page shows the server-wide sections:\n%s", dom)
 		}
 	}
 
@@ -371,4 +409,16 @@ func TestReloadRemovingATokenEndsItsSessions(t *testing.T) {
 	if strings.Contains(s.log.String(), aliceToken) {
 		t.Error("the log holds alice's token")
 	}
+}
+
+// grepLines is the lines of text that contain substr, for a failure's
+// message.
+func grepLines(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

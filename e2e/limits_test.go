@@ -162,6 +162,14 @@ func TestIdentityLimits(t *testing.T) {
 	if !srv.waitLog("rate limited", 5*time.Second) {
 		t.Fatal("the log does not mention the refusals")
 	}
+	// /metrics counts the refusals by identity and limit.
+	families := scrape(t, srv)
+	if got := counter(families, "troupe_rate_limited_total", map[string]string{"identity": "token:default", "limit": "calls_per_minute"}); got != 3 {
+		t.Errorf("troupe_rate_limited_total{token:default,calls_per_minute} = %v, want 3", got)
+	}
+	if got := counter(families, "troupe_rate_limited_total", map[string]string{"identity": "token:default", "limit": "max_sessions"}); got < 1 {
+		t.Errorf("troupe_rate_limited_total{token:default,max_sessions} = %v, want at least 1", got)
+	}
 }
 
 // TestIdentityToolAndConcurrencyLimits: a [limits.rate.tools] glob bounds

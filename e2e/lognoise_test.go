@@ -76,7 +76,7 @@ func TestUnknownToolCountsAsNotFound(t *testing.T) {
 		t.Fatalf("calling an unknown tool: %s", answer)
 	}
 	s.end(t)
-	want := map[string]string{"tool": "unknown", "outcome": "not_found", "era": "legacy"}
+	want := map[string]string{"tool": "unknown", "outcome": "not_found", "era": "legacy", "identity": "token:default"}
 	for end := time.Now().Add(5 * time.Second); counter(scrape(t, srv), "troupe_calls_total", want) != 1; {
 		if time.Now().After(end) {
 			_, body := adminGet(t, srv, "/metrics")

@@ -353,7 +353,7 @@ func TestMetricsMoveWithCallsAndRefusals(t *testing.T) {
 	}
 	s.end(t)
 
-	calls := map[string]string{"tool": "hello", "outcome": "ok", "era": "legacy"}
+	calls := map[string]string{"tool": "hello", "outcome": "ok", "era": "legacy", "identity": "token:default"}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		after := scrape(t, srv)

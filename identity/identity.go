@@ -10,9 +10,11 @@
 package identity
 
 import (
+	"context"
 	"crypto/sha256"
 	"path"
 	"slices"
+	"strings"
 )
 
 // Kind says which namespace an identity's name lives in: a token named
@@ -107,6 +109,24 @@ func (id *Identity) Label() string {
 	return id.Kind.String()
 }
 
+// LabelOf is Label of the identity whose String is s, for those that
+// keep only the String (the audit record, the call's view): "token:<name>"
+// stays, an OAuth subject becomes "oauth" (subjects are unbounded), "local"
+// and "anonymous" stay; anything else, "" included, is "unknown". It
+// returns s or a constant, so it costs no allocation.
+func LabelOf(s string) string {
+	switch {
+	case strings.HasPrefix(s, "token:"):
+		return s
+	case strings.HasPrefix(s, "oauth:"):
+		return "oauth"
+	case s == "local", s == "anonymous":
+		return s
+	default:
+		return "unknown"
+	}
+}
+
 // Grant is what an identity may use, by glob over exposed tool names
 // (path.Match syntax); deny wins over allow.
 type Grant struct {
@@ -138,4 +158,19 @@ func (g *Grant) Same(o *Grant) bool {
 func match(pattern, name string) bool {
 	ok, err := path.Match(pattern, name)
 	return err == nil && ok
+}
+
+// contextKey is the request context's key for who made the request.
+type contextKey struct{}
+
+// NewContext returns ctx carrying who: how the HTTP front tells a handler
+// it mounts (the status page) who is asking.
+func NewContext(ctx context.Context, who *Identity) context.Context {
+	return context.WithValue(ctx, contextKey{}, who)
+}
+
+// FromContext returns the identity NewContext put in ctx, or nil.
+func FromContext(ctx context.Context) *Identity {
+	who, _ := ctx.Value(contextKey{}).(*Identity)
+	return who
 }

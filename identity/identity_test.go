@@ -53,3 +53,21 @@ func TestGrantDenyWins(t *testing.T) {
 		t.Error("a malformed glob matched")
 	}
 }
+
+// LabelOf of an identity's String is its Label, for every kind: the
+// subject of an OAuth identity never becomes a label value.
+func TestLabelOfStringIsLabel(t *testing.T) {
+	for _, id := range []*Identity{
+		{Kind: Token, Name: "alice"},
+		{Kind: OAuth, Issuer: "https://issuer", Name: "subject-1234"},
+		{Kind: Local},
+		{},
+	} {
+		if got, want := LabelOf(id.String()), id.Label(); got != want {
+			t.Errorf("LabelOf(%q) = %q, want %q", id.String(), got, want)
+		}
+	}
+	if got := LabelOf(""); got != "unknown" {
+		t.Errorf(`LabelOf("") = %q`, got)
+	}
+}

@@ -44,7 +44,31 @@ type Rules struct {
 type Limiter struct {
 	store atomic.Pointer[storeRef]
 	rules atomic.Pointer[compiled]
+	// onExceeded is told of every refusal (OnExceeded); nil: nobody.
+	onExceeded atomic.Pointer[func(*Exceeded)]
 }
+
+// OnExceeded tells f of every request the Limiter refuses, as it refuses
+// it: the metrics count them by identity and limit. f must be quick and
+// must not call the Limiter.
+func (l *Limiter) OnExceeded(f func(*Exceeded)) { l.onExceeded.Store(&f) }
+
+// refuse reports over to OnExceeded's function and returns it.
+func (l *Limiter) refuse(over *Exceeded) *Exceeded {
+	if f := l.onExceeded.Load(); f != nil && *f != nil {
+		(*f)(over)
+	}
+	return over
+}
+
+// The limits an Exceeded names (Exceeded.Limit): a bounded set, fit for a
+// metric label.
+const (
+	LimitCallsPerMinute     = "calls_per_minute"
+	LimitToolCallsPerMinute = "tool_calls_per_minute"
+	LimitConcurrentCalls    = "max_concurrent_calls"
+	LimitSessions           = "max_sessions"
+)
 
 // compiled is Rules as the requests read them: every identity's
 // effective limits worked out once, at Set, not per request.
@@ -104,6 +128,9 @@ const (
 type Exceeded struct {
 	// Identity names who was refused (identity.Identity.String).
 	Identity string
+	// Limit is which kind of limit refused it: LimitCallsPerMinute,
+	// LimitToolCallsPerMinute, LimitConcurrentCalls or LimitSessions.
+	Limit string
 	// What is the limit in words ("60 calls per minute").
 	What string
 	// Key is the setting that raises the limit
@@ -209,8 +236,8 @@ func (l *Limiter) Call(who *identity.Identity, tool string) (release func(), ove
 	store := l.store.Load().Store
 	if e.calls.n > 0 {
 		if !store.Acquire(key+suffixCalls, e.calls.n) {
-			return nil, &Exceeded{Identity: name, What: strconv.Itoa(e.calls.n) + " concurrent calls",
-				Key: e.calls.key, RetryAfter: slotRetry}
+			return nil, l.refuse(&Exceeded{Identity: name, Limit: LimitConcurrentCalls, What: strconv.Itoa(e.calls.n) + " concurrent calls",
+				Key: e.calls.key, RetryAfter: slotRetry})
 		}
 		release = onceRelease(store, key+suffixCalls)
 	}
@@ -222,16 +249,16 @@ func (l *Limiter) Call(who *identity.Identity, tool string) (release func(), ove
 			}
 			if ok, wait := store.Take(key+suffixTool+g, b.n); !ok {
 				release()
-				return nil, &Exceeded{Identity: name, What: strconv.Itoa(b.n) + " calls per minute of " + g,
-					Key: b.key, RetryAfter: wait}
+				return nil, l.refuse(&Exceeded{Identity: name, Limit: LimitToolCallsPerMinute, What: strconv.Itoa(b.n) + " calls per minute of " + g,
+					Key: b.key, RetryAfter: wait})
 			}
 		}
 	}
 	if e.rate.n > 0 {
 		if ok, wait := store.Take(key+suffixRate, e.rate.n); !ok {
 			release()
-			return nil, &Exceeded{Identity: name, What: strconv.Itoa(e.rate.n) + " calls per minute",
-				Key: e.rate.key, RetryAfter: wait}
+			return nil, l.refuse(&Exceeded{Identity: name, Limit: LimitCallsPerMinute, What: strconv.Itoa(e.rate.n) + " calls per minute",
+				Key: e.rate.key, RetryAfter: wait})
 		}
 	}
 	return release, nil
@@ -247,8 +274,8 @@ func (l *Limiter) Session(who *identity.Identity) (release func(), over *Exceede
 	key, name := keyOf(who)
 	store := l.store.Load().Store
 	if !store.Acquire(key+suffixSessions, e.sessions.n) {
-		return nil, &Exceeded{Identity: name, What: strconv.Itoa(e.sessions.n) + " sessions",
-			Key: e.sessions.key, RetryAfter: slotRetry}
+		return nil, l.refuse(&Exceeded{Identity: name, Limit: LimitSessions, What: strconv.Itoa(e.sessions.n) + " sessions",
+			Key: e.sessions.key, RetryAfter: slotRetry})
 	}
 	return onceRelease(store, key+suffixSessions), nil
 }

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -251,5 +252,31 @@ func BenchmarkCallUnlimited(b *testing.B) {
 	for b.Loop() {
 		release, _ := l.Call(who, "repo.readFile")
 		release()
+	}
+}
+
+// Every refusal reaches OnExceeded's function, naming the identity and
+// the kind of limit; a request let through does not.
+func TestLimiterTellsOfRefusals(t *testing.T) {
+	l := NewLimiter(NewLocal(), Rules{Default: Limits{CallsPerMinute: 1, MaxSessions: 1, MaxConcurrentCalls: 5,
+		Tools: map[string]int{"shell.*": 1}}})
+	var got []string
+	l.OnExceeded(func(e *Exceeded) { got = append(got, e.Identity+" "+e.Limit) })
+	a := &identity.Identity{Kind: identity.Token, Name: "a"}
+	release, _ := l.Call(a, "repo.read")
+	release()
+	if len(got) != 0 {
+		t.Fatalf("a call let through was reported: %v", got)
+	}
+	_, _ = l.Call(a, "repo.read")
+	b := &identity.Identity{Kind: identity.Token, Name: "b"}
+	release, _ = l.Call(b, "shell.exec")
+	release()
+	_, _ = l.Call(b, "shell.exec")
+	_, _ = l.Session(a)
+	_, _ = l.Session(a)
+	want := []string{"token:a " + LimitCallsPerMinute, "token:b " + LimitToolCallsPerMinute, "token:a " + LimitSessions}
+	if !slices.Equal(got, want) {
+		t.Errorf("reported %v, want %v", got, want)
 	}
 }

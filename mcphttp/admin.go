@@ -12,8 +12,12 @@ import (
 // The operators' paths served beside MCP when Options.Admin is set: the
 // Prometheus metrics, the status page and the page's JSON. They sit behind
 // the MCP endpoint's own checks (Host, Origin, bearer token), so exposing
-// them needs no second secret, and serve only operators (identity.Operator:
-// [auth] operators, or every token when it names none).
+// them needs no second secret. Operators (identity.Operator: [auth]
+// operators, or every token when it names none) see everything; another
+// identity, a tenant, gets the status page and its JSON with only its own
+// sessions, calls and audit entries (the Admin handler filters them by
+// the identity the request's context carries), and 403 on /metrics, whose
+// series are server-wide.
 const (
 	adminMetrics    = "/metrics"
 	adminStatus     = "/status"
@@ -38,8 +42,10 @@ const statusCookie = "troupe_status"
 // serveAdmin serves Options.Admin's paths: loopback Host and allowed
 // Origin as on the MCP endpoint, GET or HEAD only, then the bearer token
 // (in the Authorization header, or, on the status page's paths, as the
-// status cookie), whose identity must be an operator (else 403). A GET of
-// /status?token=<token> with an operator's token sets
+// status cookie), whose identity must be an operator on /metrics (else
+// 403) and is passed to Admin in the request's context
+// (identity.NewContext), so a tenant's page shows its own view. A GET of
+// /status?token=<token> with a valid token sets
 // the cookie and redirects to /status without the query, so the token
 // leaves the address bar and the history. Every refusal goes through deny
 // (logged, counted).
@@ -64,8 +70,8 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		// A bearer header decides alone: a wrong one is refused even
 		// beside a good cookie, as on the MCP endpoint.
-		if who, ok := h.authenticate(w, r); ok && h.operator(w, r, who) {
-			h.opts.Admin.ServeHTTP(w, r)
+		if who, ok := h.authenticate(w, r); ok && h.mayUse(w, r, who) {
+			h.serveAdminAs(w, r, who)
 		}
 		return
 	}
@@ -79,8 +85,8 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		switch found {
 		case loginValid:
-			if h.operator(w, r, who) {
-				h.opts.Admin.ServeHTTP(w, r)
+			if h.mayUse(w, r, who) {
+				h.serveAdminAs(w, r, who)
 			}
 		case loginExpired:
 			h.deny(w, r, http.StatusUnauthorized, "the status page's login has expired: open /status?token=<token> again")
@@ -108,9 +114,6 @@ func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, tokens *
 		h.deny(w, r, http.StatusUnauthorized, "invalid token in /status?token=")
 		return
 	}
-	if !h.operator(w, r, who) {
-		return // no login for a token that could not use it
-	}
 	value, err := h.logins.add(&got, who.Key())
 	if err != nil {
 		h.log.Error("status page login: no random value for the cookie", "err", err)
@@ -130,16 +133,23 @@ func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, tokens *
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-// operator lets who use the operators' paths, or answers 403: with
-// [auth] operators set, only the tokens and scopes it names are
-// operators, and a tenant sees nothing of the others' sessions and calls
-// (app sets identity.Operator).
-func (h *Handler) operator(w http.ResponseWriter, r *http.Request, who *identity.Identity) bool {
-	if who.Operator {
+// mayUse lets who use r's path, or answers 403: /metrics is for
+// operators only (with [auth] operators set, only the tokens and scopes it
+// names are operators: app sets identity.Operator), since its series are
+// server-wide; the status page and its JSON are for every identity, a
+// tenant seeing only its own (serveAdminAs).
+func (h *Handler) mayUse(w http.ResponseWriter, r *http.Request, who *identity.Identity) bool {
+	if who.Operator || r.URL.Path != adminMetrics {
 		return true
 	}
 	h.deny(w, r, http.StatusForbidden, "forbidden: "+who.String()+" is not an operator ([auth] operators names who may use "+r.URL.Path+")")
 	return false
+}
+
+// serveAdminAs serves r from Options.Admin with who in its context: the
+// status handler shows a tenant only its own view.
+func (h *Handler) serveAdminAs(w http.ResponseWriter, r *http.Request, who *identity.Identity) {
+	h.opts.Admin.ServeHTTP(w, r.WithContext(identity.NewContext(r.Context(), who)))
 }
 
 // adminRequest reports whether r is for one of the operators' paths and

@@ -35,7 +35,7 @@ func BenchmarkRecordCall(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		c := &views[i%len(views)]
-		*c = actors.CallView{ID: ids[i%len(ids)], Session: "s1", Tool: "shell", Version: "2025-06-18", Started: now}
+		*c = actors.CallView{ID: ids[i%len(ids)], Session: "s1", Identity: "token:alice", Tool: "shell", Version: "2025-06-18", Started: now}
 		h.CallStarted(ctx, c)
 		h.CallStateChanged(c, actors.CallRunning)
 		h.CallFinished(c, r)

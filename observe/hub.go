@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"troupe/identity"
+	"troupe/limits"
 	"troupe/observe/tracing"
 	"troupe/protocol"
 )
@@ -82,12 +84,15 @@ type toolTable map[string]*toolMetrics
 // toolMetrics are one tool's label value and the metric children its calls
 // record into, looked up once (in SetTools) instead of on every call.
 type toolMetrics struct {
-	label    string
-	duration prometheus.Observer
+	label string
+	// durations caches call_duration_seconds' children by identity
+	// label.
+	durations sync.Map // string -> prometheus.Observer
 	// downstream observes the call for its server; nil for tools that
 	// are not proxied.
 	downstream prometheus.Observer
-	// counters caches calls_total's children by outcome and era.
+	// counters caches calls_total's children by outcome, era and
+	// identity label.
 	counters sync.Map // counterKey -> prometheus.Counter
 	// gone is set (under Hub.series) when the tool left the registry and
 	// its series were deleted; a call that finishes later records under
@@ -95,7 +100,7 @@ type toolMetrics struct {
 	gone bool
 }
 
-type counterKey struct{ outcome, era string }
+type counterKey struct{ outcome, era, identity string }
 
 // sessionView is one session in the live view.
 type sessionView struct {
@@ -187,7 +192,7 @@ func (h *Hub) SetTools(tools map[string]string) {
 			continue
 		}
 		tm.gone = true
-		h.m.callDuration.DeleteLabelValues(name)
+		h.m.callDuration.DeletePartialMatch(prometheus.Labels{"tool": name})
 		h.m.calls.DeletePartialMatch(prometheus.Labels{"tool": name})
 	}
 }
@@ -195,7 +200,7 @@ func (h *Hub) SetTools(tools map[string]string) {
 // newToolMetrics looks up a tool's metric children; server is the
 // downstream server of a proxied tool, "" for others.
 func (h *Hub) newToolMetrics(label, server string) *toolMetrics {
-	tm := &toolMetrics{label: label, duration: h.m.callDuration.WithLabelValues(label)}
+	tm := &toolMetrics{label: label}
 	if server != "" {
 		tm.downstream = &serverObserver{server: server, o: h.m.downstreamCall.WithLabelValues(server)}
 	}
@@ -226,14 +231,25 @@ func (h *Hub) tool(name string) *toolMetrics {
 	return h.unknown
 }
 
-// counter is calls_total's child for the tool, outcome and era.
-func (tm *toolMetrics) counter(m *metrics, outcome, era string) prometheus.Counter {
-	k := counterKey{outcome, era}
+// counter is calls_total's child for the tool, outcome, era and identity
+// label (identity.LabelOf).
+func (tm *toolMetrics) counter(m *metrics, outcome, era, who string) prometheus.Counter {
+	k := counterKey{outcome, era, who}
 	if c, ok := tm.counters.Load(k); ok {
 		return c.(prometheus.Counter)
 	}
-	c, _ := tm.counters.LoadOrStore(k, m.calls.WithLabelValues(tm.label, outcome, era))
+	c, _ := tm.counters.LoadOrStore(k, m.calls.WithLabelValues(tm.label, outcome, era, who))
 	return c.(prometheus.Counter)
+}
+
+// duration is call_duration_seconds' child for the tool and identity
+// label.
+func (tm *toolMetrics) duration(m *metrics, who string) prometheus.Observer {
+	if o, ok := tm.durations.Load(who); ok {
+		return o.(prometheus.Observer)
+	}
+	o, _ := tm.durations.LoadOrStore(who, m.callDuration.WithLabelValues(tm.label, who))
+	return o.(prometheus.Observer)
 }
 
 // HTTPRefused counts a request the HTTP handler refused with status
@@ -250,6 +266,18 @@ func (h *Hub) HTTPRefused(status int) {
 	h.mu.Lock()
 	h.hist.at(h.now(), h.gaugesLocked()).refused++
 	h.mu.Unlock()
+}
+
+// RateLimited counts a request an identity's limits refused
+// (limits.Limiter.OnExceeded), by the identity's bounded label and the
+// kind of limit.
+func (h *Hub) RateLimited(over *limits.Exceeded) {
+	if h == nil || over == nil {
+		return
+	}
+	limit := oneOf(over.Limit, limits.LimitCallsPerMinute, limits.LimitToolCallsPerMinute,
+		limits.LimitConcurrentCalls, limits.LimitSessions)
+	h.m.rateLimited.WithLabelValues(identity.LabelOf(over.Identity), limit).Inc()
 }
 
 // gaugesLocked are the live view's gauges now; h.mu is held.

@@ -15,6 +15,7 @@ import (
 
 	"troupe/actors"
 	"troupe/audit"
+	"troupe/limits"
 	"troupe/sandbox"
 )
 
@@ -28,7 +29,7 @@ func testTools() map[string]string {
 // finished with outcome after took.
 func call(h *Hub, id, session, tool, version, outcome string, took time.Duration) {
 	started := time.Now().Add(-took)
-	c := &actors.CallView{ID: id, Session: session, Tool: tool, Version: version, Started: started}
+	c := &actors.CallView{ID: id, Session: session, Identity: "local", Tool: tool, Version: version, Started: started}
 	h.CallStarted(t0ctx(), c)
 	h.CallStateChanged(c, actors.CallRunning)
 	h.CallFinished(c, &audit.Record{Event: "call", Session: session, Tool: tool, Approval: "not_required",
@@ -79,13 +80,13 @@ func TestCallsMoveCountersAndHistograms(t *testing.T) {
 	call(h, "c-3", "s1", "shell", "2025-06-18", "deadline_exceeded", time.Minute)
 	call(h, "c-4", "s1", "gh_search", "2026-07-28", "ok", time.Second)
 
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "ok", "legacy")); got != 2 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "ok", "legacy", "local")); got != 2 {
 		t.Errorf("calls{shell,ok,legacy} = %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "deadline_exceeded", "legacy")); got != 1 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "deadline_exceeded", "legacy", "local")); got != 1 {
 		t.Errorf("calls{shell,deadline_exceeded,legacy} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("gh_search", "ok", "modern")); got != 1 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("gh_search", "ok", "modern", "local")); got != 1 {
 		t.Errorf("calls{gh_search,ok,modern} = %v, want 1", got)
 	}
 	if n := histogramCount(t, h, "troupe_call_duration_seconds", map[string]string{"tool": "shell"}); n != 3 {
@@ -164,6 +165,47 @@ func gaugeValue(t *testing.T, h *Hub, name string) float64 {
 	return 0
 }
 
+// Tool calls are counted and timed by the identity's bounded label: a
+// token's name, or the kind for an OAuth subject (never the subject).
+func TestCallsNameTheirIdentity(t *testing.T) {
+	h := New(Options{})
+	h.SetTools(testTools())
+	now := time.Now()
+	for i, who := range []string{"token:alice", "token:alice", "oauth:subject-42", "token:bob"} {
+		c := &actors.CallView{ID: fmt.Sprintf("c-%d", i), Session: "s", Identity: who, Tool: "shell", Version: "2025-06-18", Started: now}
+		h.CallStarted(t0ctx(), c)
+		h.CallFinished(c, &audit.Record{Tool: "shell", Outcome: "ok", Identity: who, Started: now, Stopped: now.Add(time.Millisecond)})
+	}
+	h.CallFinished(nil, &audit.Record{Tool: "shell", Outcome: "cancelled", Identity: "token:bob"})
+	for _, c := range []struct {
+		outcome, who string
+		want         float64
+	}{{"ok", "token:alice", 2}, {"ok", "oauth", 1}, {"ok", "token:bob", 1}} {
+		if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", c.outcome, "legacy", c.who)); got != c.want {
+			t.Errorf("calls{shell,%s,legacy,%s} = %v, want %v", c.outcome, c.who, got, c.want)
+		}
+	}
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "cancelled", "unknown", "token:bob")); got != 1 {
+		t.Errorf("bob's call cancelled before an invoker took it: %v, want 1", got)
+	}
+	if n := histogramCount(t, h, "troupe_call_duration_seconds", map[string]string{"tool": "shell", "identity": "token:alice"}); n != 2 {
+		t.Errorf("call_duration{shell,token:alice} count = %d, want 2", n)
+	}
+	mfs, err := h.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if strings.Contains(l.GetValue(), "subject-42") {
+					t.Errorf("%s has the OAuth subject as a label: %s=%q", mf.GetName(), l.GetName(), l.GetValue())
+				}
+			}
+		}
+	}
+}
+
 func TestLabelsBounded(t *testing.T) {
 	h := New(Options{})
 	h.SetTools(testTools())
@@ -186,6 +228,7 @@ func TestLabelsBounded(t *testing.T) {
 		"transport": {"stdio": true, "http": true, "other": true},
 		"status":    {"401": true, "other": true},
 		"profile":   {"none": true, "default": true, "seatbelt": true, "other": true},
+		"identity":  {"local": true, "unknown": true},
 	}
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
@@ -199,10 +242,10 @@ func TestLabelsBounded(t *testing.T) {
 			}
 		}
 	}
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("unknown", "other", "legacy")); got != 20 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("unknown", "other", "legacy", "local")); got != 20 {
 		t.Errorf("calls{unknown,other,legacy} = %v, want 20", got)
 	}
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("unknown", "cancelled", "unknown")); got != 1 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("unknown", "cancelled", "unknown", "unknown")); got != 1 {
 		t.Errorf("calls{unknown,cancelled,unknown} = %v, want 1 (a call cancelled before an invoker took it)", got)
 	}
 	// The page may show the name the client asked for: it is no label.
@@ -223,7 +266,7 @@ func TestSetToolsAgainKeepsCounts(t *testing.T) {
 		tool string
 		want float64
 	}{{"shell", 2}, {"later", 1}, {"unknown", 1}} {
-		if got := testutil.ToFloat64(h.m.calls.WithLabelValues(c.tool, "ok", "legacy")); got != c.want {
+		if got := testutil.ToFloat64(h.m.calls.WithLabelValues(c.tool, "ok", "legacy", "local")); got != c.want {
 			t.Errorf("calls{%s} = %v, want %v", c.tool, got, c.want)
 		}
 	}
@@ -271,7 +314,7 @@ func TestSeriesOfGoneToolsGo(t *testing.T) {
 	if series > 200 {
 		t.Errorf("%d series after 300 tool lists", series)
 	}
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "ok", "legacy")); got != 301 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "ok", "legacy", "local")); got != 301 {
 		t.Errorf("calls{shell,ok,legacy} = %v, want 301 (kept across the lists)", got)
 	}
 	if n := histogramCount(t, h, "troupe_call_duration_seconds", map[string]string{"tool": "gh_search"}); n != 600 {
@@ -287,13 +330,13 @@ func TestSeriesOfGoneToolsGo(t *testing.T) {
 	if n := testutil.CollectAndCount(h.m.calls, "troupe_calls_total"); n != 3 {
 		t.Errorf("calls_total has %d series, want 3 (shell ok/legacy, shell tool_error/modern, unknown)", n)
 	}
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("unknown", "ok", "legacy")); got != 1 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("unknown", "ok", "legacy", "unknown")); got != 1 {
 		t.Errorf("calls{unknown,ok,legacy} = %v, want 1 (the call of the tool that left)", got)
 	}
 	// A tool that comes back starts again from nothing.
 	h.SetTools(map[string]string{"shell": "first-party", "churn_0_0": "evil"})
 	call(h, "c-back", "s", "churn_0_0", "2025-06-18", "ok", time.Millisecond)
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("churn_0_0", "ok", "legacy")); got != 1 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("churn_0_0", "ok", "legacy", "local")); got != 1 {
 		t.Errorf("calls{churn_0_0,ok,legacy} = %v, want 1", got)
 	}
 }
@@ -522,10 +565,10 @@ func TestCallFinishedWithoutView(t *testing.T) {
 	h.CallFinished(nil, nil)
 	h.CallFinished(&actors.CallView{ID: "c-10", Tool: "shell", Version: "2025-06-18"}, nil) // never started here
 	h.CallStateChanged(&actors.CallView{ID: "c-11"}, actors.CallRunning)
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "cancelled", "unknown")); got != 1 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "cancelled", "unknown", "unknown")); got != 1 {
 		t.Errorf("calls{shell,cancelled,unknown} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "other", "legacy")); got != 1 {
+	if got := testutil.ToFloat64(h.m.calls.WithLabelValues("shell", "other", "legacy", "unknown")); got != 1 {
 		t.Errorf("calls{shell,other,legacy} = %v, want 1", got)
 	}
 	if s := h.Snapshot(); len(s.Calls) != 0 || len(s.Audit) != 1 {
@@ -707,5 +750,28 @@ func TestQuantile(t *testing.T) {
 		if got := quantile(c.q, bounds, c.cum, c.total); got != c.want {
 			t.Errorf("quantile(%v, %v, %d) = %v, want %v", c.q, c.cum, c.total, got, c.want)
 		}
+	}
+}
+
+// Refusals by an identity's limits are counted by its bounded label and
+// the kind of limit; an OAuth subject or an unknown limit never becomes a
+// label value.
+func TestRateLimitedByIdentity(t *testing.T) {
+	h := New(Options{})
+	h.RateLimited(&limits.Exceeded{Identity: "token:alice", Limit: limits.LimitCallsPerMinute})
+	h.RateLimited(&limits.Exceeded{Identity: "token:alice", Limit: limits.LimitCallsPerMinute})
+	h.RateLimited(&limits.Exceeded{Identity: "oauth:subject-42", Limit: limits.LimitSessions})
+	h.RateLimited(&limits.Exceeded{Identity: "local", Limit: "made up"})
+	h.RateLimited(nil)
+	for _, c := range []struct {
+		who, limit string
+		want       float64
+	}{{"token:alice", "calls_per_minute", 2}, {"oauth", "max_sessions", 1}, {"local", "other", 1}} {
+		if got := testutil.ToFloat64(h.m.rateLimited.WithLabelValues(c.who, c.limit)); got != c.want {
+			t.Errorf("rate_limited{%s,%s} = %v, want %v", c.who, c.limit, got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(h.m.rateLimited, "troupe_rate_limited_total"); n != 3 {
+		t.Errorf("rate_limited_total has %d series, want 3", n)
 	}
 }

@@ -27,8 +27,8 @@ const (
 // registry. Every label's values come from a bounded set: the registry's
 // tool names, a fixed list, or the configured downstream servers.
 type metrics struct {
-	calls            *prometheus.CounterVec   // tool, outcome, era
-	callDuration     *prometheus.HistogramVec // tool
+	calls            *prometheus.CounterVec   // tool, outcome, era, identity
+	callDuration     *prometheus.HistogramVec // tool, identity
 	approvals        *prometheus.CounterVec   // outcome
 	approvalWait     *prometheus.HistogramVec // outcome
 	sessions         *prometheus.GaugeVec     // transport, era
@@ -44,6 +44,7 @@ type metrics struct {
 	auditBatch       prometheus.Histogram
 	auditFlush       prometheus.Histogram
 	httpRefused      *prometheus.CounterVec // status
+	rateLimited      *prometheus.CounterVec // identity, limit
 	// callBounds are callDuration's bucket bounds, for the page's
 	// quantiles.
 	callBounds []float64
@@ -69,13 +70,13 @@ func newMetrics(h *Hub) *metrics {
 		callBounds: callBuckets,
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "troupe_calls_total",
-			Help: "Tool calls finished, by tool (\"unknown\" for a name the registry does not have), outcome (\"ok\" or the error kind) and protocol era (legacy: revisions with initialize; modern: 2026-07-28).",
-		}, []string{"tool", "outcome", "era"}),
+			Help: "Tool calls finished, by tool (\"unknown\" for a name the registry does not have), outcome (\"ok\" or the error kind), protocol era (legacy: revisions with initialize; modern: 2026-07-28) and identity (token:<name>, oauth, local, anonymous).",
+		}, []string{"tool", "outcome", "era", "identity"}),
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "troupe_call_duration_seconds",
-			Help:    "Whole tool calls, from an invoker taking the call to its result, including any approval wait, by tool.",
+			Help:    "Whole tool calls, from an invoker taking the call to its result, including any approval wait, by tool and identity (token:<name>, oauth, local, anonymous).",
 			Buckets: callBuckets,
-		}, []string{"tool"}),
+		}, []string{"tool", "identity"}),
 		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "troupe_approvals_total",
 			Help: "Approval decisions, by outcome (approved, denied, expired, unavailable, trusted).",
@@ -142,10 +143,14 @@ func newMetrics(h *Hub) *metrics {
 			Name: "troupe_http_refused_total",
 			Help: "HTTP requests the MCP endpoint refused itself, by status code (401, 403, 404, 429, 503, ...).",
 		}, []string{"status"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "troupe_rate_limited_total",
+			Help: "Requests refused by an identity's limits, by identity (token:<name>, oauth, local, anonymous) and limit (calls_per_minute, tool_calls_per_minute, max_concurrent_calls, max_sessions).",
+		}, []string{"identity", "limit"}),
 	}
 	m.own = []prometheus.Collector{m.calls, m.callDuration, m.approvals, m.approvalWait, m.sessions, m.requests,
 		m.requestDuration, m.sandboxStarts, m.sandboxRefusals, m.sandboxFailures, m.sandboxStartTime,
-		m.downstreamState, m.reconnects, m.downstreamCall, m.auditBatch, m.auditFlush, m.httpRefused,
+		m.downstreamState, m.reconnects, m.downstreamCall, m.auditBatch, m.auditFlush, m.httpRefused, m.rateLimited,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "troupe_calls_in_flight",
 			Help: "Tool calls taken by an invoker and not finished yet.",

@@ -12,6 +12,7 @@ import (
 
 	"troupe/actors"
 	"troupe/audit"
+	"troupe/identity"
 	"troupe/sandbox"
 )
 
@@ -197,17 +198,18 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 		outcome = outcomeLabel(r.Outcome)
 	}
 	var tm *toolMetrics
-	era := labelUnknown
+	era, who := labelUnknown, ""
 	switch {
 	case v != nil:
-		tm, era = v.tool, v.era
+		tm, era, who = v.tool, v.era, v.identity
 	case c != nil:
-		tm, era = h.tool(c.Tool), eraOf(c.Version)
+		tm, era, who = h.tool(c.Tool), eraOf(c.Version), c.Identity
 	case r != nil:
-		tm = h.tool(r.Tool)
+		tm, who = h.tool(r.Tool), r.Identity
 	default:
 		return
 	}
+	who = identity.LabelOf(who) // bounded: a token's name, or the kind
 	var took time.Duration
 	if r != nil && !r.Started.IsZero() && !r.Stopped.IsZero() {
 		took = r.Stopped.Sub(r.Started)
@@ -259,9 +261,9 @@ func (h *Hub) CallFinished(c *actors.CallView, r *audit.Record) {
 	if tm.gone {
 		tm = h.tool(tm.label)
 	}
-	tm.counter(h.m, outcome, era).Inc()
+	tm.counter(h.m, outcome, era, who).Inc()
 	secs := took.Seconds()
-	tm.duration.Observe(secs)
+	tm.duration(h.m, who).Observe(secs)
 	if tm.downstream != nil {
 		tm.downstream.Observe(secs)
 	}

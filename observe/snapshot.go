@@ -63,6 +63,10 @@ type Snapshot struct {
 	// Cluster is the cluster this process is a node of (Hub.SetCluster);
 	// nil, and absent from the JSON, for one process.
 	Cluster *ClusterInfo `json:"cluster,omitempty"`
+	// Viewer is the identity whose own view this is (TenantView): a
+	// tenant's page shows its sessions, calls and audit entries only, and
+	// no server-wide numbers. "" for an operator's view of everything.
+	Viewer string `json:"viewer,omitempty"`
 }
 
 // SessionInfo is one session in a Snapshot.

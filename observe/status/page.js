@@ -76,7 +76,14 @@
     const m = s.metrics || {};
     const win = " (last " + windowText(m.latency_window_seconds) + ")";
     const lat = (v) => (m.latency_calls > 0 ? secs(v) : "–");
-    const items = [
+    // A tenant's view (s.viewer) has only its own counts: the server's
+    // totals, latencies, refusals and spool are not its to see.
+    const items = s.viewer ? [
+      ["Sessions", m.sessions],
+      ["Calls in flight", m.calls_in_flight],
+      ["Waiting for approval", m.approvals_pending],
+      ["Up", age(s.uptime_seconds)],
+    ] : [
       ["Sessions", m.sessions],
       ["Calls in flight", m.calls_in_flight],
       ["Waiting for approval", m.approvals_pending],
@@ -234,8 +241,19 @@
         el("td", { class: "mono", "data-col": "identity" }, a.identity || ""))));
   }
 
+  // viewer names the tenant whose own view the page shows, and hides the
+  // server-wide sections its snapshot does not carry.
+  function viewer(s) {
+    const tenant = !!s.viewer;
+    document.getElementById("viewer").hidden = !tenant;
+    document.getElementById("viewer-name").textContent = s.viewer || "";
+    document.getElementById("trends").hidden = tenant;
+    document.getElementById("downstreams-section").hidden = tenant;
+  }
+
   function render(s) {
     document.getElementById("version").textContent = s.version || "";
+    viewer(s);
     tiles(s);
     cluster(s);
     charts(s);

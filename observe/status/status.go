@@ -19,7 +19,9 @@
 // The Handler does no authentication: whoever mounts it decides. troupe
 // mounts it behind the MCP endpoint's bearer token (package mcphttp, whose
 // /status?token=… gives a browser a cookie instead) or, with
-// metrics.listen, on an address of its own.
+// metrics.listen, on an address of its own. When the request's context
+// names an identity that is not an operator (identity.NewContext), /status/
+// serves only that tenant's own view (observe.TenantView).
 package status
 
 import (
@@ -35,6 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
+	"troupe/identity"
 	"troupe/observe"
 )
 
@@ -128,7 +131,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hdr.Set("X-Frame-Options", "DENY")
 		_, _ = w.Write(h.page)
 	case "/status/":
-		body, err := json.Marshal(h.src.Snapshot())
+		snap := h.src.Snapshot()
+		if who := identity.FromContext(r.Context()); who != nil && !who.Operator {
+			snap = observe.TenantView(snap, who.String())
+		}
+		body, err := json.Marshal(snap)
 		if err != nil {
 			h.log.Error("status page: encoding the snapshot", "err", err)
 			http.Error(w, "cannot encode the status", http.StatusInternalServerError)
