@@ -200,7 +200,7 @@ func (c *subscribing) apply(s *session, ctx actor.Context, req *transport.Reques
 	}
 	if w, ok := resourceWatcher(s.opts.Gateway); ok && len(c.sub.uris) > 0 {
 		c.sub.uris = w.Watch(&listenHolder{root: s.root, session: ctx.Self(), id: req.ID,
-			holder: listenHolderID(s.id, req.ID)}, c.sub.uris)
+			holder: listenHolderID(s.id, req.ID)}, req.Identity, c.sub.uris)
 		s.usedMethods = true // the session's end releases them too
 	} else {
 		c.sub.uris = nil

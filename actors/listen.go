@@ -2,6 +2,7 @@ package actors
 
 import (
 	"encoding/json"
+	"troupe/identity"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
@@ -25,8 +26,9 @@ import (
 type ResourceWatcher interface {
 	// Watch holds uris for holder until Unwatch, relaying their updates
 	// to holder.Notify, and returns those it will watch (the others are
-	// hidden or over its bounds).
-	Watch(holder tools.Session, uris []string) []string
+	// hidden, not who's to use, or over its bounds); who is the listen
+	// request's caller (nil: stdio's local user).
+	Watch(holder tools.Session, who *identity.Identity, uris []string) []string
 	// Unwatch drops every hold of holder (by its ID).
 	Unwatch(holderID string)
 }

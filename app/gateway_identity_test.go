@@ -78,4 +78,62 @@ func TestGatewayPerIdentity(t *testing.T) {
 	if !slices.Equal(db.reads, []string{"db://table"}) {
 		t.Errorf("a caller without a grant: db read %q", db.reads)
 	}
+	// A 2026-07-28 listen request's resourceSubscriptions: alice's watch
+	// keeps only the URIs of servers she may use, as resources/subscribe
+	// (both are known now: listed above without a grant).
+	ss := &subscriptions{g: g, byURI: map[string]*heldURI{}, watching: map[string]bool{}}
+	if got := ss.watch(&fakeSession{id: "listen-a"}, alice, []string{"gh://repo", "db://table"}); !slices.Equal(got, []string{"gh://repo"}) {
+		t.Errorf("alice's resourceSubscriptions: %q, want only gh://repo", got)
+	}
+	if got := ss.watch(&fakeSession{id: "listen-b"}, nil, []string{"gh://repo", "db://table"}); len(got) != 2 {
+		t.Errorf("a caller without a grant: resourceSubscriptions %q, want both", got)
+	}
+	ss.unwatch("listen-a")
+	ss.unwatch("listen-b")
+	ss.work.Wait()
+
+}
+
+// subscribingToolsServer is a server with tools that takes subscriptions.
+type subscribingToolsServer struct {
+	countingServer
+	tools []string
+}
+
+func (s *subscribingToolsServer) State() (string, []json.RawMessage, error) {
+	return (&toolsServer{tools: s.tools}).State()
+}
+
+// TestSubscriptionsKeepToTheCallersServers checks that a caller with a
+// grant is never subscribed at a server it may not use: not when a URI of
+// unknown owner is tried at every server, and not by joining another
+// caller's hold of that server's URI (whose updates it would then hear).
+func TestSubscriptionsKeepToTheCallersServers(t *testing.T) {
+	db := &subscribingToolsServer{countingServer: countingServer{resourceServer: resourceServer{uris: []string{"db://table"}}}, tools: []string{"sql"}}
+	gh := &subscribingToolsServer{countingServer: countingServer{resourceServer: resourceServer{uris: []string{"gh://repo"}}}, tools: []string{"issues"}}
+	g, _ := testGateway(tools.Policy{Allow: []string{"*"}},
+		gatewayServer{name: "db", prefix: "db.", src: db}, gatewayServer{name: "gh", prefix: "gh.", src: gh})
+	ss := &subscriptions{g: g, byURI: map[string]*heldURI{}, watching: map[string]bool{}}
+	alice := &identity.Identity{Kind: identity.Token, Name: "alice", Tools: &identity.Grant{Allow: []string{"gh.*"}}}
+	subscribe := func(who *identity.Identity, s tools.Session, uri string) error {
+		_, err := ss.subscribe(context.Background(), &tools.Request{Arguments: json.RawMessage(`{"uri":"` + uri + `"}`), Session: s, Identity: who})
+		return err
+	}
+
+	// x://other's owner is unknown (never listed), so every server is a
+	// candidate, db first: bob (no grant) holds it at db.
+	if err := subscribe(nil, &fakeSession{id: "b1"}, "x://other"); err != nil || !slices.Equal(db.subs, []string{"x://other"}) {
+		t.Fatalf("bob's subscribe: %v, db subscribed %q", err, db.subs)
+	}
+	// alice may not join that hold: she would hear db's updates.
+	if err := subscribe(alice, &fakeSession{id: "a1"}, "x://other"); err == nil {
+		t.Fatal("alice joined the hold of a server she may not use")
+	}
+	// A URI of unknown owner is tried only at the servers alice may use.
+	if err := subscribe(alice, &fakeSession{id: "a2"}, "x://new"); err != nil || slices.Contains(db.subs, "x://new") || !slices.Equal(gh.subs, []string{"x://new"}) {
+		t.Fatalf("alice's subscribe of x://new: %v; db %q, gh %q", err, db.subs, gh.subs)
+	}
+	ss.sessionEnded("a2")
+	ss.sessionEnded("b1")
+	ss.work.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"troupe/identity"
 
 	"troupe/downstream"
 	"troupe/protocol"
@@ -80,7 +81,8 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *tools.Request) (any
 	if !ss.g.uriVisible(p.URI) {
 		return nil, notFound(p.URI, false)
 	}
-	if ctx := withCaller(ctx, req.Identity); grantOf(ctx) != nil && len(usableOnly(ctx, ss.g.readRoute(p.URI))) == 0 {
+	ctx = withCaller(ctx, req.Identity)
+	if grantOf(ctx) != nil && len(usableOnly(ctx, ss.g.readRoute(p.URI))) == 0 {
 		return nil, notFound(p.URI, false) // none of its servers is the caller's (gateway_identity.go)
 	}
 	if err := ss.hold(ctx, p.URI, req.Session); err != nil {
@@ -90,9 +92,24 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *tools.Request) (any
 }
 
 // hold holds uri for holder: at once when it is held already, else after
-// subscribing at the server that owns it.
+// subscribing at the server that owns it. Only servers the caller in ctx
+// may use are asked, and a URI held at another server is refused to it
+// as unknown: a grant keeps a caller from hearing a server's updates as
+// from reading its resources.
 func (ss *subscriptions) hold(ctx context.Context, uri string, holder tools.Session) error {
 	id := holder.ID()
+	if grantOf(ctx) != nil {
+		ss.mu.Lock()
+		h, held := ss.byURI[uri]
+		server := ""
+		if held {
+			server = h.server
+		}
+		ss.mu.Unlock()
+		if held && !slices.ContainsFunc(usableOnly(ctx, ss.g.servers()), func(s gatewayServer) bool { return s.name == server }) {
+			return notFound(uri, false)
+		}
+	}
 	ss.mu.Lock()
 	if h, ok := ss.byURI[uri]; ok {
 		h.sessions[id] = holder
@@ -105,7 +122,7 @@ func (ss *subscriptions) hold(ctx context.Context, uri string, holder tools.Sess
 		return tools.Errorf(tools.KindInvalidArgument, "too many resource subscriptions (limit %d)", maxSubscriptions)
 	}
 	var last error
-	for _, s := range ss.g.readRoute(uri) {
+	for _, s := range usableOnly(ctx, ss.g.readRoute(uri)) {
 		sub, ok := subscriberOf(s)
 		if !ok {
 			continue
@@ -142,12 +159,17 @@ const maxWatchedPerListen = 100
 // watch holds uris for a 2026-07-28 client's listen request (holder):
 // those [resources] shows, at most maxWatchedPerListen, subscribed in the
 // background. It returns them.
-func (ss *subscriptions) watch(holder tools.Session, uris []string) []string {
+func (ss *subscriptions) watch(holder tools.Session, who *identity.Identity, uris []string) []string {
+	caller := withCaller(context.Background(), who)
 	var ok []string
 	for _, u := range uris {
-		if u != "" && ss.g.uriVisible(u) && !slices.Contains(ok, u) && len(ok) < maxWatchedPerListen {
-			ok = append(ok, u)
+		if u == "" || !ss.g.uriVisible(u) || slices.Contains(ok, u) || len(ok) >= maxWatchedPerListen {
+			continue
 		}
+		if grantOf(caller) != nil && len(usableOnly(caller, ss.g.readRoute(u))) == 0 {
+			continue // none of its servers is the caller's, as for resources/subscribe
+		}
+		ok = append(ok, u)
 	}
 	id := holder.ID()
 	ss.mu.Lock()
@@ -155,7 +177,7 @@ func (ss *subscriptions) watch(holder tools.Session, uris []string) []string {
 	ss.mu.Unlock()
 	for _, u := range ok {
 		ss.work.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+			ctx, cancel := context.WithTimeout(caller, unsubscribeTimeout)
 			defer cancel()
 			if err := ss.hold(ctx, u, holder); err != nil {
 				ss.g.log.Debug("resourceSubscriptions: subscribing downstream failed", "uri", u, "err", err)
@@ -326,8 +348,8 @@ func (t subscribeTool) SessionEnded(id string) { t.ss.sessionEnded(id) }
 
 // Watch implements actors.ResourceWatcher (a 2026-07-28 client's
 // resourceSubscriptions).
-func (t subscribeTool) Watch(holder tools.Session, uris []string) []string {
-	return t.ss.watch(holder, uris)
+func (t subscribeTool) Watch(holder tools.Session, who *identity.Identity, uris []string) []string {
+	return t.ss.watch(holder, who, uris)
 }
 
 // Unwatch implements actors.ResourceWatcher.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"troupe/identity"
 
 	"troupe/actors"
 	"troupe/downstream"
@@ -38,7 +39,7 @@ func (w watcherTool) Call(context.Context, *tools.Request) (*protocol.CallToolRe
 	return &protocol.CallToolResult{StructuredContent: struct{}{}}, nil
 }
 
-func (w watcherTool) Watch(holder tools.Session, uris []string) []string {
+func (w watcherTool) Watch(holder tools.Session, _ *identity.Identity, uris []string) []string {
 	w.watched <- watchEvent{holder, slices.Clone(uris)}
 	return uris
 }
