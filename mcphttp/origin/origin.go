@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Origin is one parsed origin, normalised: Scheme and Host lower-case,
@@ -147,6 +148,14 @@ func hostName(s string) (string, error) {
 	}
 	if ip, err := netip.ParseAddr(s); err == nil && ip.Is4() {
 		return s, nil
+	}
+	// Only ASCII is lower-cased and checked: strings.ToLower maps some
+	// other letters onto ASCII ones ("İ" to "i", the Kelvin sign to "k"),
+	// which would let a host no origin has match an allowed one.
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return "", errors.New("host is not ASCII (a browser sends an international name in its punycode form)")
+		}
 	}
 	s = strings.ToLower(s)
 	labels := strings.Split(s, ".")

@@ -55,6 +55,8 @@ func TestParse(t *testing.T) {
 		{"http://" + strings.Repeat("a.", 127) + "ab", "", false},
 		{"http://LOCALHOST%2e", "", false},
 		{"http://bücher.example", "", false},
+		{"http://app.İnternal", "", false},      // would lower-case to app.internal
+		{"http://\u212Aeep.example", "", false}, // the Kelvin sign would lower-case to k
 		{"http://127.1", "", false},
 		{"http://127.0.0.01", "", false},
 		{"http://0x7f.0.0.1", "", false},
