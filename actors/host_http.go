@@ -3,11 +3,11 @@ package actors
 import (
 	"fmt"
 	"time"
-	"troupe/identity"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"troupe/actors/httptransport"
+	"troupe/identity"
 )
 
 // HTTPOptions bound the state an HTTP session may hold. The zero value of

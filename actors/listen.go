@@ -2,11 +2,11 @@ package actors
 
 import (
 	"encoding/json"
-	"troupe/identity"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/identity"
 	"troupe/protocol"
 	"troupe/tools"
 )

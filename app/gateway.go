@@ -17,6 +17,7 @@ import (
 	"troupe/actors"
 	"troupe/config"
 	"troupe/downstream"
+	"troupe/identity"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -188,7 +189,7 @@ func (t gatewayTool) Spec() tools.Spec {
 }
 
 func (t gatewayTool) Call(ctx context.Context, req *tools.Request) (*protocol.CallToolResult, error) {
-	res, err := t.serve(withCaller(ctx, req.Identity), req.Arguments)
+	res, err := t.serve(identity.NewContext(ctx, req.Identity), req.Arguments)
 	if err != nil {
 		return gatewayError(err), nil
 	}

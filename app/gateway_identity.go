@@ -21,26 +21,9 @@ import (
 // A caller without a grant (stdio, or a token without allow_tools) sees
 // all the gateway offers, as before identities existed.
 
-// callerKey carries the caller of a gateway call in its context.
-type callerKey struct{}
-
-// withCaller is ctx carrying who (nil: stdio's local user).
-func withCaller(ctx context.Context, who *identity.Identity) context.Context {
-	if who == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, callerKey{}, who)
-}
-
-// callerOf is the caller withCaller put in ctx, nil for none.
-func callerOf(ctx context.Context) *identity.Identity {
-	who, _ := ctx.Value(callerKey{}).(*identity.Identity)
-	return who
-}
-
 // grantOf is the caller's grant; nil allows everything.
 func grantOf(ctx context.Context) *identity.Grant {
-	if who := callerOf(ctx); who != nil {
+	if who := identity.FromContext(ctx); who != nil {
 		return who.Tools
 	}
 	return nil
@@ -49,7 +32,7 @@ func grantOf(ctx context.Context) *identity.Grant {
 // callerSpecific reports whether a list's answer may differ between
 // callers (the front tells them apart): its cache scope is then private.
 func callerSpecific(ctx context.Context) bool {
-	who := callerOf(ctx)
+	who := identity.FromContext(ctx)
 	return who != nil && (who.Kind == identity.Token || who.Kind == identity.OAuth)
 }
 

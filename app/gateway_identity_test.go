@@ -37,7 +37,7 @@ func TestGatewayPerIdentity(t *testing.T) {
 	g, _ := testGateway(tools.Policy{Allow: []string{"*"}},
 		gatewayServer{name: "db", prefix: "db.", src: db}, gatewayServer{name: "gh", prefix: "gh.", src: gh})
 	alice := &identity.Identity{Kind: identity.Token, Name: "alice", Tools: &identity.Grant{Allow: []string{"gh.*"}}}
-	ctx := withCaller(context.Background(), alice)
+	ctx := identity.NewContext(context.Background(), alice)
 
 	list := func(ctx context.Context, f func(context.Context, json.RawMessage) (any, error)) string {
 		res, err := f(ctx, json.RawMessage(`{"stateless":true}`))

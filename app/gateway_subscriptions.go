@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"troupe/identity"
 
 	"troupe/downstream"
+	"troupe/identity"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -81,7 +81,7 @@ func (ss *subscriptions) subscribe(ctx context.Context, req *tools.Request) (any
 	if !ss.g.uriVisible(p.URI) {
 		return nil, notFound(p.URI, false)
 	}
-	ctx = withCaller(ctx, req.Identity)
+	ctx = identity.NewContext(ctx, req.Identity)
 	if grantOf(ctx) != nil && len(usableOnly(ctx, ss.g.readRoute(p.URI))) == 0 {
 		return nil, notFound(p.URI, false) // none of its servers is the caller's (gateway_identity.go)
 	}
@@ -160,7 +160,7 @@ const maxWatchedPerListen = 100
 // those [resources] shows, at most maxWatchedPerListen, subscribed in the
 // background. It returns them.
 func (ss *subscriptions) watch(holder tools.Session, who *identity.Identity, uris []string) []string {
-	caller := withCaller(context.Background(), who)
+	caller := identity.NewContext(context.Background(), who)
 	var ok []string
 	for _, u := range uris {
 		if u == "" || !ss.g.uriVisible(u) || slices.Contains(ok, u) || len(ok) >= maxWatchedPerListen {

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"troupe/identity"
 
 	"troupe/actors"
 	"troupe/downstream"
+	"troupe/identity"
 	"troupe/mcphttp"
 	"troupe/protocol"
 	"troupe/tools"

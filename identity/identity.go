@@ -164,8 +164,12 @@ func match(pattern, name string) bool {
 type contextKey struct{}
 
 // NewContext returns ctx carrying who: how the HTTP front tells a handler
-// it mounts (the status page) who is asking.
+// it mounts (the status page) who is asking, and how the gateway's tools
+// know their caller. A nil who (stdio's local user) leaves ctx as it is.
 func NewContext(ctx context.Context, who *Identity) context.Context {
+	if who == nil {
+		return ctx
+	}
 	return context.WithValue(ctx, contextKey{}, who)
 }
 

@@ -15,10 +15,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"troupe/auth"
 
 	"troupe/actors"
 	"troupe/actors/httptransport"
+	"troupe/auth"
 	"troupe/protocol"
 	"troupe/tools"
 )

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"troupe/identity"
 
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/actors/httptransport"
 	"troupe/actors/transport"
+	"troupe/identity"
 	"troupe/protocol"
 	"troupe/protocol/framing"
 )

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-	"troupe/identity"
 
 	"troupe/actors/httptransport"
+	"troupe/identity"
 )
 
 // get opens the session's standalone SSE stream, or resumes a stream named

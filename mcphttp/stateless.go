@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"troupe/identity"
 
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/actors/httptransport"
 	"troupe/actors/transport"
+	"troupe/identity"
 	"troupe/protocol"
 )
 

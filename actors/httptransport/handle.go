@@ -5,12 +5,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"troupe/identity"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"troupe/actors/transport"
+	"troupe/identity"
 	"troupe/protocol"
 )
 

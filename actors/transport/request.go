@@ -2,10 +2,10 @@ package transport
 
 import (
 	"encoding/json"
-	"troupe/identity"
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"troupe/identity"
 	"troupe/protocol"
 )
 
