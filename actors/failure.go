@@ -41,9 +41,9 @@ func rethrowWithStack() {
 	}
 }
 
-// newCorrelationID returns an id that ties a client-facing error to the
-// server log line with its details.
-func newCorrelationID() string {
+// NewCorrelationID returns an id that ties a client-facing error to the
+// server log line with its details (the HTTP front's refusals use it too).
+func NewCorrelationID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "c-" + hex.EncodeToString(b[:])

@@ -98,7 +98,7 @@ type invocation struct {
 // before its invoker took it: nothing ran, and the log and the audit log
 // say so. The session calls it after winning claimed.
 func (inv *invocation) unstarted() {
-	inv.cid, inv.started, inv.done = newCorrelationID(), time.Now(), true
+	inv.cid, inv.started, inv.done = NewCorrelationID(), time.Now(), true
 	inv.logAt(slog.LevelInfo, "call cancelled before it started", "outcome", tools.KindCancelled)
 	inv.audit(string(tools.KindCancelled))
 }
@@ -186,7 +186,7 @@ func (inv *invocation) stopping(ctx actor.Context) {
 
 func (inv *invocation) start(ctx actor.Context) {
 	inv.root, inv.self, inv.session = ctx.ActorSystem().Root, ctx.Self(), ctx.Parent()
-	inv.cid = newCorrelationID()
+	inv.cid = NewCorrelationID()
 	inv.started = time.Now()
 	inv.view, inv.observed, inv.asked = nil, nil, time.Time{}
 	if o := inv.exec.observer; o != nil {

@@ -83,7 +83,7 @@ func limited(m *method, next Handler) Handler {
 		}
 		release, over := lim.Call(req.Identity, tool)
 		if over != nil {
-			return nil, rateLimited(over)
+			return nil, RateLimited(over, NewCorrelationID())
 		}
 		res, err := next(v, req)
 		if c, ok := res.(*startingCall); ok && err == nil {
@@ -95,11 +95,12 @@ func limited(m *method, next Handler) Handler {
 	}
 }
 
-// rateLimited is the refusal of a request over a limit: CodeRateLimited,
-// the limit and the setting that raises it, and when to retry.
-func rateLimited(over *limits.Exceeded) *Refusal {
+// RateLimited is the refusal of a request over a limit: CodeRateLimited,
+// the limit and the setting that raises it, when to retry, and cid (which
+// the refusal's log line names). The HTTP front answers its 429s with it.
+func RateLimited(over *limits.Exceeded, cid string) *Refusal {
 	return &Refusal{Code: protocol.CodeRateLimited, Message: over.Error(), Data: protocol.RateLimited{
-		Kind: protocol.KindRateLimited, RetryAfterSeconds: over.RetryAfterSeconds(), CorrelationID: newCorrelationID()}}
+		Kind: protocol.KindRateLimited, RetryAfterSeconds: over.RetryAfterSeconds(), CorrelationID: cid}}
 }
 
 // checkState refuses what the session's state does not allow: nothing new

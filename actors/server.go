@@ -192,7 +192,7 @@ type sessionGuardian struct{ log *slog.Logger }
 func (g *sessionGuardian) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
 	_ *actor.RestartStatistics, reason any, message any) {
 	value, stack := panicDetails(reason)
-	cid := newCorrelationID()
+	cid := NewCorrelationID()
 	g.log.Error("session failed handling a message; resuming", "session", child.Id, "correlation_id", cid,
 		"panic", value, "stack", stack)
 	sup.ResumeChildren(child)

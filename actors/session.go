@@ -200,7 +200,7 @@ type panicked struct {
 	cid     string
 }
 
-func newSessionID() string { return "s-" + newCorrelationID()[2:] }
+func newSessionID() string { return "s-" + NewCorrelationID()[2:] }
 
 // Receive implements actor.Actor.
 func (s *session) Receive(ctx actor.Context) {
@@ -370,7 +370,7 @@ func (s *session) besideMCP(req *transport.Request) *method {
 func (s *session) refuse(id jsonrpc2.ID, err error) {
 	r, ok := err.(*Refusal)
 	if !ok {
-		cid := newCorrelationID()
+		cid := NewCorrelationID()
 		s.log.Error("request failed", "id", id.String(), "err", err, "correlation_id", cid)
 		s.send(&jsonrpc2.Response{ID: id,
 			Error: protocol.NewError(protocol.CodeInternalError, "internal error", map[string]string{"correlationId": cid})})
@@ -483,7 +483,7 @@ func (s *session) childEnded(ctx actor.Context, who *actor.PID) {
 func (s *session) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID,
 	_ *actor.RestartStatistics, reason any, _ any) {
 	value, stack := panicDetails(reason)
-	cid := newCorrelationID()
+	cid := NewCorrelationID()
 	s.log.Error("invocation failed", "correlation_id", cid, "panic", value, "stack", stack)
 	if id, call, ok := s.calls.runBy(child); ok {
 		if !call.answered && !call.cancelled {
@@ -497,7 +497,7 @@ func (s *session) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chil
 
 func (s *session) answerError(id jsonrpc2.ID, call *inflight, e *tools.Error) {
 	call.answered = true
-	cid := newCorrelationID()
+	cid := NewCorrelationID()
 	s.log.Warn("call failed", "id", id.String(), "tool", call.tool, "kind", e.Kind, "correlation_id", cid)
 	s.replyCall(id, call, e.Result(cid))
 }
@@ -571,7 +571,7 @@ func (s *session) replyTo(id jsonrpc2.ID, stateless bool, cache *protocol.CacheH
 // fail answers request id with a JSON-RPC error that carries a correlation
 // id, logged here with the method.
 func (s *session) fail(id jsonrpc2.ID, code int64, message string) {
-	cid := newCorrelationID()
+	cid := NewCorrelationID()
 	s.log.Info("request rejected", "id", id.String(), "code", code, "error", message, "correlation_id", cid)
 	s.send(&jsonrpc2.Response{ID: id, Error: protocol.NewError(code, message, map[string]string{"correlationId": cid})})
 }

@@ -443,11 +443,11 @@ func (h *Handler) overLimit(w http.ResponseWriter, what, key string, limit int) 
 // any session sees it: 429 with Retry-After and the -31429 JSON-RPC error
 // a session answers with (protocol.RateLimited), naming the request.
 func (h *Handler) rateLimited(w http.ResponseWriter, id jsonrpc2.ID, over *limits.Exceeded) {
-	cid := newCorrelationID()
+	cid := actors.NewCorrelationID()
 	h.log.Info("request rate limited", "identity", over.Identity, "limit", over.Key, "correlation_id", cid)
 	h.refused(http.StatusTooManyRequests)
-	body, err := json.Marshal(&jsonrpc2.Response{ID: id, Error: protocol.NewError(protocol.CodeRateLimited, over.Error(),
-		protocol.RateLimited{Kind: protocol.KindRateLimited, RetryAfterSeconds: over.RetryAfterSeconds(), CorrelationID: cid})})
+	refusal := actors.RateLimited(over, cid)
+	body, err := json.Marshal(&jsonrpc2.Response{ID: id, Error: protocol.NewError(refusal.Code, refusal.Message, refusal.Data)})
 	if err != nil {
 		h.refuse(w, http.StatusInternalServerError, "cannot encode the error")
 		return
@@ -471,14 +471,6 @@ func newSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// newCorrelationID ties a refusal the front answers itself to its log
-// line, in the form the sessions' correlation ids take.
-func newCorrelationID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "c-" + hex.EncodeToString(b[:])
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, who *identity.Identity) {
