@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"troupe/internal/leakcheck"
 )
 
 // pauseSignal is a slog handler that reports the stream's "input paused"
@@ -155,10 +157,7 @@ func TestConnectionStopsReadingWhileTheClientDoesNot(t *testing.T) {
 			// protoactor's dead-letter throttle goroutine lingers for a
 			// second after a dead letter (see TestNoGoroutineLeaks).
 			ignore := []goleak.Option{baseline, goleak.IgnoreAnyFunction("troupe/actors.flood")}
-			for end := time.Now().Add(3 * time.Second); goleak.Find(ignore...) != nil && time.Now().Before(end); {
-				time.Sleep(50 * time.Millisecond)
-			}
-			goleak.VerifyNone(t, ignore...)
+			leakcheck.VerifyNone(t, ignore...)
 			inW.Close() // the flood, if still blocked, ends now
 			<-flooded
 		})

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"troupe/internal/leakcheck"
 )
 
 // TestNoGoroutineLeaks runs a busy session (fast calls, a panic, a
@@ -12,16 +14,10 @@ import (
 // started is gone once the Host is closed.
 func TestNoGoroutineLeaks(t *testing.T) {
 	baseline := goleak.IgnoreCurrent()
-	defer func() {
-		// protoactor's dead-letter throttle runs a goroutine for one
-		// throttle interval (1 s) after a dead letter (a late message to a
-		// stopped actor, which cancellation produces by design). It ends on
-		// its own; wait for that before judging, longer than goleak would.
-		for end := time.Now().Add(3 * time.Second); goleak.Find(baseline) != nil && time.Now().Before(end); {
-			time.Sleep(50 * time.Millisecond)
-		}
-		goleak.VerifyNone(t, baseline)
-	}()
+	// A cancellation leaves late messages to a stopped actor by design,
+	// so protoactor's dead-letter throttle lingers a second: leakcheck
+	// waits for it.
+	defer leakcheck.VerifyNone(t, baseline)
 	cancelled := make(chan struct{}, 4)
 	c := newLeakClient(t, cancelled)
 	c.initialize("2025-06-18")

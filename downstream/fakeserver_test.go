@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"troupe/internal/leakcheck"
 )
 
 // serverVar, set in the child's environment, makes the test binary a
@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		fakeServer(mode)
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(m)
 }
 
 // rawTools are the fake's tools/list pages, written by hand so that the

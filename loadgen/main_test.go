@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"troupe/internal/leakcheck"
 )
 
 // The stdio tests start this test binary again as a tiny MCP server: with
@@ -18,7 +18,9 @@ func TestMain(m *testing.M) {
 		echoServer()
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	// The rate-limit tests run an actor host, whose dead-letter throttle
+	// outlives it by a second: leakcheck waits for it.
+	leakcheck.VerifyTestMain(m)
 }
 
 // echoServer is a hand-written stdio MCP server with three tools: "echo"

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"troupe/internal/leakcheck"
 	"troupe/tools"
 )
 
@@ -199,10 +200,7 @@ func settle() {
 // design); wait longer than goleak would.
 func verifyNoLeaks(t *testing.T, baseline goleak.Option) {
 	t.Helper()
-	for end := time.Now().Add(3 * time.Second); goleak.Find(baseline) != nil && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	goleak.VerifyNone(t, baseline)
+	leakcheck.VerifyNone(t, baseline)
 }
 
 // TestLoad runs many sessions at once, each with concurrent calls (JSON
