@@ -180,6 +180,15 @@ func (h *Host) Close(timeout time.Duration) bool {
 	return h.closedOK
 }
 
+// Audit writes a record that is not a call's (a downstream tool's pin
+// changed, say) to the audit log, in the same chain and batches as the
+// calls'; without an audit log it does nothing.
+func (h *Host) Audit(r *audit.Record) {
+	if a := h.opts.exec.auditor; a != nil {
+		a.Record(r)
+	}
+}
+
 func (h *Host) close(timeout time.Duration) bool {
 	_, _ = h.system.Root.RequestFuture(h.server, &stopAll{}, timeout).Result()
 	_ = h.system.Root.StopFuture(h.server).Wait()

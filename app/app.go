@@ -11,6 +11,7 @@ import (
 
 	"troupe/config"
 	"troupe/gate/approvalstate"
+	"troupe/pins"
 	"troupe/redact"
 	"troupe/sandbox"
 	"troupe/tools"
@@ -61,6 +62,9 @@ type App struct {
 	writable    config.RunWritable
 	approvals   *approvalstate.Sealer
 	obs         *observing // nil: nobody could see it (observe.go)
+	// pins compares the downstream servers' listings with the versions
+	// troupe trusts (pins.go): New's reads only; Run's records.
+	pins *pins.Keeper
 
 	// mu orders registry builds: reloads, and rebuilds when a downstream
 	// server's tools change. It guards cfg and run.
@@ -144,6 +148,9 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 		obs.close()
 		ws.Close()
 		return refuse(config, err)
+	}
+	if a.pins, err = newPinKeeper(cfg, true); err != nil {
+		return fail(true, err)
 	}
 	if a.registry, err = a.buildRegistry(cfg, nil); err != nil {
 		return fail(true, fmt.Errorf("cannot build the tool registry: %w", err))

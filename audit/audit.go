@@ -111,10 +111,42 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"troupe/internal/flock"
+	"troupe/internal/statedir"
 )
 
 // EventCall is the Event of the record written when a tools/call ends.
 const EventCall = "call"
+
+// The Events of pin records (Record.Pin): a downstream tool or prompt
+// pinned at first use, changed since it was pinned (held, or asked
+// about), listed as pinned again, and a changed version accepted.
+const (
+	EventPinned   = "pin_first_use"
+	EventChanged  = "pin_changed"
+	EventRestored = "pin_restored"
+	EventAccepted = "pin_accepted"
+)
+
+// Pin is what a pin record says of a downstream tool or prompt.
+type Pin struct {
+	// Server is its server's name in [mcp_servers].
+	Server string `json:"server"`
+	// Kind is "tool" or "prompt".
+	Kind string `json:"kind"`
+	// Version is the hash (pins.Def.Hash) of the version now pinned
+	// (first use, restored, accepted) or seen and not trusted (changed).
+	Version string `json:"version"`
+	// Change says what changed since the pinned version ("description
+	// and input schema changed"); empty for first use and restored.
+	Change string `json:"change,omitempty"`
+	// Mode is the server's on_change when it changed: hold, ask, accept.
+	Mode string `json:"mode,omitempty"`
+	// By is who accepted: an operator's identity ("token:ops",
+	// "local:alice") or on_change = "accept".
+	By string `json:"by,omitempty"`
+}
 
 // Record is one line of the audit log: one finished tools/call, or, with
 // other Event values, whatever later kinds of events need recording.
@@ -167,6 +199,10 @@ type Record struct {
 	// an input_required round), each also logged with the server's name;
 	// 0 (left out) for calls that relayed none.
 	Sampling int64 `json:"sampling,omitempty"`
+	// Pin is set on the records of a downstream tool's or prompt's pin
+	// (Event EventPinned, EventChanged, EventRestored, EventAccepted;
+	// package pins): Tool is then its name on its server.
+	Pin *Pin `json:"pin,omitempty"`
 	// CorrelationID ties the record to the call's log lines and error
 	// results.
 	CorrelationID string `json:"correlation_id"`
@@ -198,14 +234,11 @@ const (
 // ~/.local/state/troupe/audit.jsonl. A relative XDG_STATE_HOME is ignored,
 // as the XDG base directory specification asks.
 func DefaultPath() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "troupe", "audit.jsonl"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := statedir.Dir()
 	if err != nil {
 		return "", fmt.Errorf("audit: default path: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "troupe", "audit.jsonl"), nil
+	return filepath.Join(dir, "audit.jsonl"), nil
 }
 
 // Options tune a Log. The zero value is the safe choice.
@@ -253,7 +286,7 @@ func Open(path string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("audit %s: %w", path, err)
 	}
 	_, _, err = l.tail(size)
-	unlockFile(l.f)
+	flock.Unlock(l.f)
 	if err != nil {
 		l.f.Close()
 		return nil, err
@@ -328,7 +361,7 @@ func (l *Log) append(rs []Record) ([]byte, error) {
 		}
 		out, err := l.encode(rs, size)
 		if err != nil {
-			unlockFile(l.f)
+			flock.Unlock(l.f)
 			return nil, err
 		}
 		// size > 0: a batch larger than MaxBytes goes whole into a fresh
@@ -337,14 +370,14 @@ func (l *Log) append(rs []Record) ([]byte, error) {
 		// may rotate again; the bound is only a guard.
 		if l.opts.MaxBytes > 0 && size > 0 && size+int64(len(out)) > l.opts.MaxBytes && rotations < 8 {
 			err := l.rotate()
-			unlockFile(l.f)
+			flock.Unlock(l.f)
 			if err != nil {
 				return nil, fmt.Errorf("audit %s: rotate: %w", l.path, err)
 			}
 			continue // lock follows the path to the new file
 		}
 		err = l.write(out)
-		unlockFile(l.f)
+		flock.Unlock(l.f)
 		if err != nil {
 			return nil, fmt.Errorf("audit %s: %w", l.path, err)
 		}
@@ -419,7 +452,7 @@ func (l *Log) lock() (int64, error) {
 	// few records sees more than once. The bound is for a path that
 	// cannot be held at all.
 	for range 100 {
-		if err := lockFile(l.f); err != nil {
+		if err := flock.Lock(l.f); err != nil {
 			return 0, fmt.Errorf("lock: %w", err)
 		}
 		have, err1 := l.f.Stat()
@@ -427,7 +460,7 @@ func (l *Log) lock() (int64, error) {
 		if err1 == nil && err2 == nil && os.SameFile(have, now) {
 			return have.Size(), nil
 		}
-		unlockFile(l.f)
+		flock.Unlock(l.f)
 		f, err := openFile(l.path)
 		if err != nil {
 			return 0, err

@@ -75,6 +75,21 @@ func appendLine(dst []byte, r *Record, prev []byte) ([]byte, error) {
 		b = append(b, `,"sampling":`...)
 		b = strconv.AppendInt(b, r.Sampling, 10)
 	}
+	if p := r.Pin; p != nil {
+		b = appendStringField(b, `,"pin":{"server":`, p.Server)
+		b = appendStringField(b, `,"kind":`, p.Kind)
+		b = appendStringField(b, `,"version":`, p.Version)
+		if p.Change != "" {
+			b = appendStringField(b, `,"change":`, p.Change)
+		}
+		if p.Mode != "" {
+			b = appendStringField(b, `,"mode":`, p.Mode)
+		}
+		if p.By != "" {
+			b = appendStringField(b, `,"by":`, p.By)
+		}
+		b = append(b, '}')
+	}
 	b = appendStringField(b, `,"correlation_id":`, r.CorrelationID)
 	b = append(b, `,"prev":"`...)
 	b = append(b, prev...) // hex digits, or nothing: nothing to escape

@@ -54,6 +54,9 @@ func FuzzAppendLine(f *testing.F) {
 		if hasExit {
 			r.ExitStatus = &exit
 		}
+		if exit%2 != 0 { // a pin record, some members empty
+			r.Pin = &Pin{Server: session, Kind: event, Version: cid, Change: tool, Mode: cwd, By: env}
+		}
 		want, wantErr := jsonLine(r)
 		if len(want) > maxLine {
 			want, wantErr = nil, errLong
@@ -81,7 +84,7 @@ var errLong = bytes.ErrTooLarge
 func TestEncoderKnowsEveryField(t *testing.T) {
 	const written = "time event session identity,omitempty tool args_hash cwd,omitempty session_cwd,omitempty session_env,omitempty " +
 		"sandbox,omitempty timeout_ms,omitempty approval started stopped outcome exit_status,omitempty " +
-		"stdout_bytes stderr_bytes sampling,omitempty correlation_id prev hash"
+		"stdout_bytes stderr_bytes sampling,omitempty pin,omitempty correlation_id prev hash"
 	var tags []string
 	for f := range reflect.TypeFor[Record]().Fields() {
 		tags = append(tags, f.Tag.Get("json"))

@@ -62,6 +62,7 @@ type Config struct {
 	Sandbox    Sandbox                `koanf:"sandbox"`
 	Approvals  Approvals              `koanf:"approvals"`
 	Audit      Audit                  `koanf:"audit"`
+	Pins       Pins                   `koanf:"pins"`
 	Output     Output                 `koanf:"output"`
 	Shell      Shell                  `koanf:"shell"`
 	Codex      Codex                  `koanf:"codex"`
@@ -353,6 +354,14 @@ type Audit struct {
 	MaxFiles int `koanf:"max_files"`
 }
 
+// Pins is the [pins] table: where troupe keeps the versions of its
+// downstream servers' tools and prompts it trusts (package pins).
+type Pins struct {
+	// Path is the pins file; "" means the user's state directory
+	// (PinsFile).
+	Path string `koanf:"path"`
+}
+
 // Output is the [output] table: what calls keep of programs' output.
 type Output struct {
 	// SpoolDir holds sessions' full outputs ("" = the temp directory).
@@ -462,6 +471,13 @@ type McpServer struct {
 	// server speaks it, else initialize), "legacy" (initialize only, for
 	// a server that misbehaves on the probe) or "modern" (2026-07-28 only).
 	Era string `koanf:"era"`
+	// OnChange is what troupe does with a tool or prompt the server lists
+	// differently from the version troupe pinned at first use (package
+	// pins): "hold" (the default: hidden, calls refused until an operator
+	// accepts), "ask" (listed; every call asks a person, showing the
+	// change) or "accept" (the change is pinned at once: for servers the
+	// operator controls).
+	OnChange string `koanf:"on_change"`
 	// Sampling relays the server's sampling/createMessage requests during
 	// a call to the calling client (troupe declares the sampling
 	// capability to this server only then). Off by default: a server that

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"troupe/audit"
+	"troupe/internal/statedir"
 	"troupe/sandbox"
 )
 
@@ -94,6 +95,18 @@ func CheckOwnFiles(cfg *Config, w RunWritable) error {
 		}
 	}
 	errs = append(errs, places.checkSpool(cfg.Output.SpoolDir)...)
+	if cfg.HasDownstreamServers() {
+		what := "pins.path"
+		if cfg.Pins.Path == "" {
+			what = "pins file (the default for pins.path)"
+		}
+		if path, err := cfg.PinsFile(); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, places.checkFile(what, path, "a run could trust a changed downstream tool for everyone",
+				"set pins.path outside the workspace or choose another workspace")...)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -311,8 +324,11 @@ func realPath(path string) (real string, links []string, err error) {
 // with the rotated files it will have (PATH.1 … PATH.max_files, hidden by
 // each run when they exist) and those an earlier max_files left, and the
 // spool directory when one is configured (the default lies in the
-// sandbox's temp root, which is hidden anyway), and a cluster node's TLS
-// key (with it a run could speak to the other nodes as this one).
+// sandbox's temp root, which is hidden anyway), the pins file and its
+// lock when there are downstream servers (a run that read them would learn
+// which versions are trusted; one that wrote them could trust its own),
+// and a cluster node's TLS key (with it a run could speak to the other
+// nodes as this one).
 func (c *Config) OwnPaths() []string {
 	var paths []string
 	if c.File != "" {
@@ -340,6 +356,11 @@ func (c *Config) OwnPaths() []string {
 	if c.Output.SpoolDir != "" {
 		paths = append(paths, c.Output.SpoolDir)
 	}
+	if c.HasDownstreamServers() {
+		if path, err := c.PinsFile(); err == nil {
+			paths = append(paths, path, path+".lock")
+		}
+	}
 	if c.Codex.Enabled {
 		if dir, err := c.CodexStateDir(); err == nil {
 			paths = append(paths, dir)
@@ -360,14 +381,32 @@ func (c *Config) CodexStateDir() (string, error) {
 	if c.Codex.StateDir != "" {
 		return c.Codex.StateDir, nil
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "troupe", "codex"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := statedir.Dir()
 	if err != nil {
 		return "", fmt.Errorf("codex.state_dir: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "troupe", "codex"), nil
+	return filepath.Join(dir, "codex"), nil
+}
+
+// HasDownstreamServers reports whether the configuration serves
+// [mcp_servers] (enabled or not: a reload may enable one), whose tools and
+// prompts troupe pins (PinsFile).
+func (c *Config) HasDownstreamServers() bool {
+	return c.Features.EnableMcpServerSurface && len(c.McpServers) > 0
+}
+
+// PinsFile is the file of pinned downstream tools and prompts: pins.path,
+// else pins.json in the state directory ($XDG_STATE_HOME/troupe, else
+// ~/.local/state/troupe), beside the audit log's default.
+func (c *Config) PinsFile() (string, error) {
+	if c.Pins.Path != "" {
+		return c.Pins.Path, nil
+	}
+	dir, err := statedir.Dir()
+	if err != nil {
+		return "", fmt.Errorf("pins.path: %w", err)
+	}
+	return filepath.Join(dir, "pins.json"), nil
 }
 
 // AuditFile is the audit log this configuration writes: audit.path, or

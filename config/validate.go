@@ -334,6 +334,11 @@ func (s McpServer) validate(name string, ps *problems) {
 	default:
 		ps.add(key("sandbox_profile"), "mcp_servers.%q.sandbox_profile must be default, seatbelt or none, got %q", name, s.SandboxProfile)
 	}
+	switch s.OnChange {
+	case "", "hold", "ask", "accept":
+	default:
+		ps.add(key("on_change"), "mcp_servers.%q.on_change must be hold, ask or accept, got %q", name, s.OnChange)
+	}
 	switch s.Era {
 	case "", "auto", "legacy", "modern":
 	default:
