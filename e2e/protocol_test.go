@@ -102,6 +102,14 @@ func (s *stdioServer) send(line string) {
 // recv returns the next stdout line, which must be one JSON value.
 func (s *stdioServer) recv() map[string]any {
 	s.t.Helper()
+	return s.recvWithin(20 * time.Second)
+}
+
+// recvWithin is recv waiting up to d: for answers that take long under the
+// race detector on a loaded machine (a guard against a hang, not a speed
+// target).
+func (s *stdioServer) recvWithin(d time.Duration) map[string]any {
+	s.t.Helper()
 	select {
 	case l, ok := <-s.lines:
 		if !ok {
@@ -115,7 +123,7 @@ func (s *stdioServer) recv() map[string]any {
 			s.t.Fatalf("stdout line without jsonrpc 2.0: %q", l)
 		}
 		return m
-	case <-time.After(20 * time.Second):
+	case <-time.After(d):
 		s.t.Fatal("timed out waiting for troupe")
 	}
 	return nil

@@ -189,13 +189,18 @@ func TestDownstreamUnauthenticatedInStatusLogAndCall(t *testing.T) {
 		return state == "ready"
 	})
 	s := openSession(t, front)
-	if body := s.callWith(t, 2, "ds.repo.listDir", `{"path":"."}`); strings.Contains(body, `"isError":true`) || !strings.Contains(body, "README.md") {
+	// The server's state is published as it connects; its tools join the
+	// registry a moment later (the rebuild runs on its own goroutine).
+	body := s.callWith(t, 2, "ds.repo.listDir", `{"path":"."}`)
+	for end := time.Now().Add(10 * time.Second); strings.Contains(body, `"kind":"not_found"`) && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		body = s.callWith(t, 2, "ds.repo.listDir", `{"path":"."}`)
+	}
+	if strings.Contains(body, `"isError":true`) || !strings.Contains(body, "README.md") {
 		t.Fatalf("a call once the token is right: %s", body)
 	}
 
 	// The downstream's token changes: troupe's is refused on the next call.
 	writeConfig(t, downCfg, fmt.Sprintf("[http.auth]\nbearer_token = %q\n", newToken(t)))
-	var body string
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		body = s.callWith(t, 3, "ds.repo.listDir", `{"path":"."}`)
 		if strings.Contains(body, `"isError":true`) || time.Now().After(end) {
