@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"troupe/pins"
 )
 
 // Pins (issue 29): troupe pins each downstream tool the first time it
@@ -392,6 +394,29 @@ func TestPinsHoldAskAcceptOverStdio(t *testing.T) {
 	if len(lines)-warnings != 1 || !strings.Contains(lines[len(lines)-1], "3 tools of server ds") {
 		t.Errorf("every tool changed at once: want one warning naming the three, got %d:\n%s", len(lines)-warnings, strings.Join(lines[warnings:], ""))
 	}
+
+	// An accept written to the pins file by another process (as `troupe
+	// tools --accept` does): the running troupe watches the file and
+	// serves the accepted version at once.
+	keeper := pins.NewKeeper(pins.FileStore{Path: pinsFile}, pins.KeeperOptions{})
+	if _, err := keeper.Accept(t.Context(), "ds", "probe", "e2e"); err != nil {
+		t.Fatalf("accepting ds.probe: %v", err)
+	}
+	eventually(t, "ds.probe served once accepted in the pins file", func() (bool, string) {
+		text, isErr := c.call(t, "ds.probe")
+		return !isErr && text == "probed", text
+	})
+	if names := c.names(t); !listed(names, "ds.probe") || listed(names, "ds.probe2") {
+		t.Errorf("after accepting ds.probe alone: %v", names)
+	}
+
+	// A reload that moves pins.path: the new file holds no pins, so the
+	// listing is pinned there as first seen, and served.
+	pinsFront(t, frontConfig, fx.dir, dsConfig, filepath.Join(tmp, "state", "other-pins.json"), auditFile, "hold")
+	eventually(t, "ds.probe2 served with a new pins.path", func() (bool, string) {
+		names := c.names(t)
+		return listed(names, "ds.probe2") && listed(names, "ds.slow"), strings.Join(names, " ")
+	})
 	stopPeer(t, front)
 
 	// The audit log: a record for each step, and a chain that verifies.
