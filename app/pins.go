@@ -114,12 +114,16 @@ func (a *App) reportPins(events []pins.Event, who string) {
 }
 
 // notePins reports the events of a registry build's reviews; a.mu is
-// held (or nothing runs).
+// held (or nothing runs). While Run runs, the held gauge is set even
+// when nothing changed: versions held before a restart count from the
+// first build.
 func (a *App) notePins(events []pins.Event) {
-	if len(events) == 0 {
-		return
+	switch {
+	case len(events) > 0:
+		a.reportPinsTo(a.run, a.pins, events, "")
+	case a.run != nil:
+		a.countHeld(a.pins)
 	}
-	a.reportPinsTo(a.run, a.pins, events, "")
 }
 
 // reportPinsTo is reportPins with the run (nil: not running, nothing is

@@ -144,7 +144,8 @@ func TestReportPinsMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer obs.close()
-	keeper := pins.NewKeeper(pins.FileStore{Path: filepath.Join(t.TempDir(), "pins.json")}, pins.KeeperOptions{})
+	file := filepath.Join(t.TempDir(), "pins.json")
+	keeper := pins.NewKeeper(pins.FileStore{Path: file}, pins.KeeperOptions{})
 	a := &App{log: slog.New(slog.DiscardHandler), obs: obs, cfg: cfg, pins: keeper}
 	server := func(desc string) []serverTools {
 		return []serverTools{{name: "s", srv: offline("s"), opts: proxy.Options{Prefix: "s", Separator: "."}, tools: []json.RawMessage{
@@ -164,6 +165,21 @@ func TestReportPinsMetrics(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("the metrics lack %s:\n%s", want, text)
 		}
+	}
+
+	// A restart: the same listing changes nothing, and the versions held
+	// before count from the first build.
+	obs2, err := newObserving(cfg, "test", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs2.close()
+	a2 := &App{log: a.log, obs: obs2, cfg: cfg, run: &running{},
+		pins: pins.NewKeeper(pins.FileStore{Path: file}, pins.KeeperOptions{})}
+	regs, events := proxiedTools(t.Context(), server("Two."), a2.pins, a2.log)
+	a2.notePins(events)
+	if text := metricsText(t, obs2); len(events) != 0 || regs[0].Held == "" || !strings.Contains(text, `troupe_downstream_held{server="s"} 2`) {
+		t.Errorf("after a restart: events %+v, held %q; metrics:\n%s", events, regs[0].Held, text)
 	}
 }
 
