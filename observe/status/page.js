@@ -216,7 +216,7 @@
       return el("tr", { "data-server": h.server, "data-name": h.name, "data-kind": h.kind },
         el("td", { class: "mono" }, h.server),
         el("td", { class: "mono" }, h.name, " ", el("span", { class: "muted" }, "(" + h.kind + ")")),
-        el("td", {}, clock(h.since)),
+        el("td", {}, isNaN(new Date(h.since)) ? String(h.since) : new Date(h.since).toLocaleString()),
         el("td", {}, el("div", {}, h.summary || ""), el("pre", { class: "diff" }, (h.diff || []).join("\n"))),
         action);
     }));
