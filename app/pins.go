@@ -12,8 +12,13 @@ import (
 // The pins of the downstream servers' tools and prompts (package pins):
 // where they are kept, and how what changes in them is reported.
 
-// pinStore is where cfg keeps its pins: the pins file (config.PinsFile).
+// pinStore is where cfg keeps its pins: the pins file (config.PinsFile);
+// a clustered config's are in etcd, which only a running node reaches
+// (pinStoreFor), so no store here.
 func pinStore(cfg *config.Config) (pins.Store, error) {
+	if cfg.Cluster.Provider != "" {
+		return clusterPinsElsewhere{}, nil
+	}
 	path, err := cfg.PinsFile()
 	if err != nil {
 		return nil, err
