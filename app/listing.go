@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"troupe/pins"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -14,6 +15,13 @@ import (
 type ToolList struct {
 	Tools   []protocol.Tool
 	Servers []ServerState
+	// Held are the downstream tools and prompts held since they changed,
+	// as the pins record them (HeldPins): what `troupe tools --accept`
+	// would accept. Listing never writes the pins.
+	Held []pins.HeldItem
+	// PinsErr says why the pins could not be read (a running troupe then
+	// holds every downstream tool).
+	PinsErr error
 }
 
 // ServerState is one downstream server as Tools found it.
@@ -48,6 +56,7 @@ func (a *App) Tools(ctx context.Context) (*ToolList, error) {
 	for _, s := range servers {
 		out.Servers = append(out.Servers, ServerState{Name: s.name, State: s.state, Tools: len(s.tools), Exposed: exposed[s.name], Err: s.err})
 	}
+	out.Held, out.PinsErr = a.HeldPins(ctx)
 	return out, nil
 }
 

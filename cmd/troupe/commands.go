@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,9 +14,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"troupe/app"
 	"troupe/config"
+	"troupe/pins"
 	"troupe/tools"
 )
 
@@ -155,13 +158,18 @@ func writePatterns(w io.Writer, p app.ToolPatterns) {
 	}
 }
 
-// toolsCommand is "troupe tools [--json]": the tools a session would see
-// with this configuration, and what Codex would call them.
+// toolsCommand is "troupe tools [--json] [--accept SERVER[.TOOL]]": the
+// tools a session would see with this configuration, what Codex would call
+// them, and the downstream tools held since they changed; or, with
+// --accept, an operator's accept of held ones.
 func toolsCommand(args []string, stdout, stderr *os.File) int {
-	c, asJSON := toolsFlags()
+	c, asJSON, accept := toolsFlags()
 	cfg, dir, code, ok := c.load(args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	if *accept != "" && *asJSON {
+		return usageError(stderr, c.help, "--accept prints what it accepted as text; it takes no --json")
 	}
 	// The same checks as serve: a config serve refuses lists nothing.
 	server, err := app.New(cfg, inspectOptions(cfg, dir, stderr))
@@ -169,12 +177,18 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		return refused(err, func(p error) { fmt.Fprintln(stderr, "troupe:", p) })
 	}
 	defer server.Close()
+	if *accept != "" {
+		return acceptPins(server, *accept, stdout, stderr)
+	}
 	found, err := server.Tools(context.Background())
 	if err != nil {
 		fmt.Fprintln(stderr, "troupe:", err)
 		return exitUsage
 	}
 	list, servers := found.Tools, found.Servers
+	if found.PinsErr != nil {
+		fmt.Fprintln(stderr, "troupe: the pins cannot be read, so a running troupe holds every downstream tool:", found.PinsErr)
+	}
 	names := make([]string, len(list))
 	for i, t := range list {
 		names[i] = t.Name
@@ -182,18 +196,6 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 	// What the Codex model sees: sanitized names, hash-suffixed when
 	// they collide or are too long.
 	namespace, visible := tools.CodexNamespace(cfg.Server.Name), tools.CodexVisibleNames(cfg.Server.Name, names)
-	if !*asJSON {
-		for _, s := range servers {
-			if s.Err != nil {
-				fmt.Fprintf(stdout, "server %s: %s: %v\n", s.Name, s.State, s.Err)
-			} else {
-				fmt.Fprintf(stdout, "server %s: %s, %s\n", s.Name, s.State, toolCount(s.Exposed, s.Tools))
-			}
-		}
-		if len(servers) > 0 {
-			fmt.Fprintln(stdout)
-		}
-	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -209,11 +211,40 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		if states != nil {
 			out["servers"] = states
 		}
+		if len(found.Held) > 0 {
+			var held []map[string]any
+			for _, h := range found.Held {
+				held = append(held, map[string]any{"server": h.Server, "kind": h.Kind, "name": h.Name, "since": h.Held.Since,
+					"hash": h.Held.Hash, "change": h.Change.Summary(), "diff": h.Change.Lines, "accept": acceptCommand(h)})
+			}
+			out["held"] = held
+		}
 		if err := enc.Encode(out); err != nil {
 			fmt.Fprintln(stderr, "troupe:", err)
 			return exitRuntime
 		}
 		return exitOK
+	}
+	shown := map[string]bool{}
+	for _, s := range servers {
+		if s.Err != nil {
+			fmt.Fprintf(stdout, "server %s: %s: %v\n", s.Name, s.State, s.Err)
+		} else {
+			fmt.Fprintf(stdout, "server %s: %s, %s\n", s.Name, s.State, toolCount(s.Exposed, s.Tools))
+		}
+		writeHeld(stdout, s.Name, found.Held)
+		shown[s.Name] = true
+	}
+	// Held versions of servers that are not running here (disabled).
+	for _, h := range found.Held {
+		if !shown[h.Server] {
+			fmt.Fprintf(stdout, "server %s: not enabled\n", h.Server)
+			writeHeld(stdout, h.Server, found.Held)
+			shown[h.Server] = true
+		}
+	}
+	if len(shown) > 0 {
+		fmt.Fprintln(stdout)
 	}
 	for _, t := range list {
 		ro := t.Annotations != nil && t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
@@ -224,11 +255,63 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 	return 0
 }
 
+// writeHeld prints server's held tools and prompts under its line: what
+// changed (the diff, every invisible character made visible) and the
+// command that accepts it.
+func writeHeld(w io.Writer, server string, held []pins.HeldItem) {
+	for _, h := range held {
+		if h.Server != server {
+			continue
+		}
+		fmt.Fprintf(w, "  held %s %s since %s: %s\n", h.Kind, h.Name, h.Held.Since.UTC().Format(time.RFC3339), h.Change.Summary())
+		for _, l := range h.Change.Lines {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+		fmt.Fprintf(w, "    to trust this version: %s\n", acceptCommand(h))
+	}
+}
+
+// acceptCommand is the command line that accepts h.
+func acceptCommand(h pins.HeldItem) string {
+	return "troupe tools --accept " + h.Server + "." + h.Name
+}
+
+// acceptPins is "troupe tools --accept SERVER[.TOOL]": it pins the held
+// versions named, by the local user, and says what it accepted; exit 1
+// when the server is unknown or nothing of that name is held.
+func acceptPins(server *app.App, target string, stdout, stderr io.Writer) int {
+	name, tool, err := server.PinTarget(target)
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return exitRuntime
+	}
+	events, err := server.AcceptPins(context.Background(), name, tool, app.LocalOperator())
+	if errors.Is(err, pins.ErrNothingHeld) {
+		fmt.Fprintf(stderr, "troupe: nothing to accept: %v (troupe tools lists what is held)\n", err)
+		return exitRuntime
+	}
+	for _, e := range events {
+		for _, n := range e.Names {
+			fmt.Fprintf(stdout, "accepted %s %s of server %s (%s)\n", e.Kind, n, e.Server, e.Changes[n].Summary())
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe:", err)
+		return exitRuntime
+	}
+	if len(events) > 0 {
+		fmt.Fprintln(stdout, "a running troupe serves the accepted versions as soon as it sees the pins file change")
+	}
+	return exitOK
+}
+
 // toolsFlags declares the flags of "troupe tools": the command parses
 // them, and "troupe completion" offers them.
-func toolsFlags() (*commonFlags, *bool) {
+func toolsFlags() (*commonFlags, *bool, *string) {
 	c := newCommonFlags(toolsHelp(), true)
-	return c, c.fs.Bool("json", false, "print JSON: the tools/list entries (_meta included), the servers' states and the Codex names")
+	asJSON := c.fs.Bool("json", false, "print JSON: the tools/list entries (_meta included), the servers' states, the held tools and the Codex names")
+	accept := c.fs.String("accept", "", "trust the held version of `SERVER[.TOOL]` (a tool or prompt; every held one of SERVER without .TOOL)")
+	return c, asJSON, accept
 }
 
 // toolCount says how many of a server's tools sessions see: "14 tools",

@@ -24,7 +24,7 @@ func commandTable() []commandSpec {
 	table := []commandSpec{
 		{help: serveCommandHelp(), flags: func() *flag.FlagSet { fs, _ := serveFlags(); return fs }},
 		{help: configCheckHelp(), flags: func() *flag.FlagSet { return configCheckFlags().fs }},
-		{help: toolsHelp(), flags: func() *flag.FlagSet { c, _ := toolsFlags(); return c.fs }},
+		{help: toolsHelp(), flags: func() *flag.FlagSet { c, _, _ := toolsFlags(); return c.fs }},
 		{help: codexConfigHelp(), flags: func() *flag.FlagSet { c, _, _ := codexConfigFlags(); return c.fs }},
 		{help: auditVerifyHelp(), flags: func() *flag.FlagSet { return auditVerifyFlags().fs }, files: true},
 		{help: benchHelp(), flags: func() *flag.FlagSet { fs, _ := benchFlags(); return fs },

@@ -165,9 +165,18 @@ func toolsHelp() cmdHelp {
 		desc: `Lists the tools a session would see with this configuration, connecting
 once to each [mcp_servers] entry, with their metadata and the name the
 Codex model sees (Codex replaces characters outside A-Za-z0-9_ and gives
-colliding or over-long names a hash suffix).`,
+colliding or over-long names a hash suffix).
+
+A downstream tool or prompt that changed since troupe first trusted it is
+held (its server's on_change): it is shown under its server with what
+changed, every invisible character made visible. --accept SERVER.TOOL
+trusts the held version (the one troupe saw and shows; the audit log
+records the local user as who accepted), --accept SERVER every held one
+of the server; a running troupe picks it up from the pins file. Listing
+never changes the pins.`,
 		example: `troupe tools --workspace ~/src/app
-troupe tools --json | jq '.tools[].name'`}
+troupe tools --json | jq '.tools[].name'
+troupe tools --accept github.create_issue`}
 }
 
 func codexConfigHelp() cmdHelp {
