@@ -86,10 +86,10 @@ func (a *App) pinStoreFor(cfg *config.Config, node ClusterNode) (pins.Store, err
 	return pinStore(cfg)
 }
 
-// errClusterPins is why a command that is not a running node cannot read
-// or accept a cluster's pins: they are in etcd, which only the nodes
-// (troupe-cluster serving) reach.
-var errClusterPins = errors.New("the pins of a cluster's downstream servers are kept in etcd, which only a " +
+// ErrClusterPins is why a command that is not a running node (troupe
+// tools, --accept) cannot read or accept a cluster's pins: they are in
+// etcd, which only the nodes (troupe-cluster serving) reach.
+var ErrClusterPins = errors.New("the pins of a cluster's downstream servers are kept in etcd, which only a " +
 	"running node reaches: accept a held tool on the status page of any node (/status, as an operator)")
 
 // clusterPinsElsewhere is the pins store of a clustered config outside a
@@ -99,11 +99,11 @@ var errClusterPins = errors.New("the pins of a cluster's downstream servers are 
 type clusterPinsElsewhere struct{}
 
 // Load implements pins.Store: the cluster's pins are out of reach.
-func (clusterPinsElsewhere) Load(context.Context) (*pins.Doc, error) { return nil, errClusterPins }
+func (clusterPinsElsewhere) Load(context.Context) (*pins.Doc, error) { return nil, ErrClusterPins }
 
 // Update implements pins.Store: the cluster's pins are out of reach.
 func (clusterPinsElsewhere) Update(context.Context, func(*pins.Doc) (bool, error)) (*pins.Doc, error) {
-	return nil, errClusterPins
+	return nil, ErrClusterPins
 }
 
 // Watch implements pins.Store: there is nothing to watch.
