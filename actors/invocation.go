@@ -196,6 +196,12 @@ func (inv *invocation) start(ctx actor.Context) {
 	}
 	entry, ok := inv.registry.Lookup(inv.tool)
 	if !ok {
+		if held, ok := inv.registry.Held(inv.tool); ok {
+			// A downstream tool that changed since it was trusted: the
+			// model reads why it cannot run, and the record says held.
+			inv.fail(&tools.Error{Kind: tools.KindHeld, Message: held})
+			return
+		}
 		inv.fail(&tools.Error{Kind: tools.KindNotFound,
 			Message: "unknown tool " + quote(inv.tool) + "; call tools/list for the available tools"})
 		return
@@ -242,7 +248,7 @@ func (inv *invocation) start(ctx actor.Context) {
 	switch {
 	case !spec.Safety.NeedsApproval():
 		inv.decision = approvalNotRequired
-	case inv.call.trusted != nil && *inv.call.trusted == entry.Fingerprint(), inv.call.gate.Trusts(spec):
+	case sessionMayTrust(spec) && inv.call.trusted != nil && *inv.call.trusted == entry.Fingerprint(), inv.call.gate.Trusts(spec):
 		inv.decision = approvalTrusted
 	default:
 		// A person must decide: the asker asks, in the call's era, and the
@@ -269,7 +275,7 @@ func (inv *invocation) approvalDecided(ctx actor.Context, d *approvalDecided) {
 		inv.fail(gate.Refusal(inv.entry.Spec(), refused, inv.call.gate))
 		return
 	}
-	if d.session {
+	if d.session && sessionMayTrust(inv.entry.Spec()) {
 		ctx.Send(ctx.Parent(), &trustGranted{tool: inv.tool, fingerprint: inv.entry.Fingerprint()})
 	}
 	inv.run(ctx)

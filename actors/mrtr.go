@@ -271,6 +271,9 @@ func (r roundAsker) askFirst(inv *invocation, spec tools.Spec, args json.RawMess
 		return
 	}
 	offer := approvalstate.OfferFor(m.caller)
+	if !sessionMayTrust(spec) {
+		offer = approvalstate.Offer(approvalstate.Once | approvalstate.Deny)
+	}
 	state, err := m.sealer.Seal(approvalstate.Request{
 		Binding: approvalstate.Binding{Tool: spec.Name, Hash: inv.hash, Caller: m.caller}, Offer: offer})
 	if errors.Is(err, approvalstate.ErrBusy) {

@@ -1,5 +1,7 @@
 package actors
 
+import "troupe/tools"
+
 // trustList is the tools a person trusted for the rest of a session
 // ("Allow X for the rest of this session"), each as the fingerprint of the
 // tool they saw: a tool that changed since (a reload, a downstream server
@@ -23,3 +25,10 @@ func (t trustList) fingerprint(tool string) *[32]byte {
 	}
 	return nil
 }
+
+// sessionMayTrust reports whether a person may trust spec's tool for the
+// session: not a tool that changed since it was trusted and that no
+// operator accepted (tools.Safety.Unaccepted), which asks at every call.
+// The form does not offer it (gate.Form); this holds also against an
+// answer that asks for it anyway (Codex's persist, a stale form).
+func sessionMayTrust(spec tools.Spec) bool { return !spec.Safety.Unaccepted() }

@@ -152,6 +152,7 @@ func New(cfg *config.Config, opts Options) (*App, error) {
 	if a.pins, err = newPinKeeper(cfg, true); err != nil {
 		return fail(true, err)
 	}
+	obs.setApp(a) // the status page's held tools and Accept
 	if a.registry, err = a.buildRegistry(cfg, nil); err != nil {
 		return fail(true, fmt.Errorf("cannot build the tool registry: %w", err))
 	}

@@ -21,6 +21,7 @@ import (
 	"troupe/actors"
 	"troupe/config"
 	"troupe/downstream"
+	"troupe/pins"
 	"troupe/protocol"
 	"troupe/redact"
 	"troupe/sandbox"
@@ -44,9 +45,25 @@ type serverTools struct {
 // order. A tool that cannot be served (a malformed entry, a schema that
 // does not compile, filtered by enabled_tools/disabled_tools) is left out
 // with a warning; it never fails the registry.
-func proxiedTools(servers []serverTools, log *slog.Logger) []tools.Registration {
+//
+// Each server's listing is reviewed once against its pins (keeper, the
+// server's on_change): a tool that changed since it was pinned is held
+// (registered with Held: not listed, its calls refused naming the change)
+// or, with on_change = "ask", served with the change in its Safety (every
+// call asks a person, who is shown the diff). The events of the reviews
+// (first use, changes, versions restored or accepted) are returned for
+// the caller to report, each once: a review that finds nothing new has
+// none, so building the registry again reports nothing twice. A nil
+// keeper trusts every listing.
+func proxiedTools(ctx context.Context, servers []serverTools, keeper *pins.Keeper, log *slog.Logger) ([]tools.Registration, []pins.Event) {
 	var regs []tools.Registration
+	var events []pins.Event
 	for _, s := range servers {
+		type candidate struct {
+			tool tools.Tool
+			def  pins.Def
+		}
+		var served []candidate
 		for _, raw := range s.tools {
 			t, err := proxy.Tool(s.srv, raw, s.opts)
 			if err != nil {
@@ -62,11 +79,75 @@ func proxiedTools(servers []serverTools, log *slog.Logger) []tools.Registration 
 				log.Warn("downstream tool left out: its definition is not valid here", "server", s.name, "tool", remote, "err", err)
 				continue
 			}
-			regs = append(regs, tools.Registration{Tool: t, Source: fmt.Sprintf("[mcp_servers.%q]", s.name)})
+			def, err := pins.ToolDef(raw)
+			if err != nil { // proxy.Tool read it: cannot happen
+				log.Warn("downstream tool left out", "server", s.name, "err", err)
+				continue
+			}
+			served = append(served, candidate{t, def})
+		}
+		if len(served) == 0 {
+			continue
+		}
+		defs := make([]pins.Def, len(served))
+		for i, c := range served {
+			defs[i] = c.def
+		}
+		review, err := keeper.Review(ctx, s.name, pins.Tool, pinMode(s.cfg), defs)
+		if err != nil {
+			// The verdicts still hold what changed since the pins troupe
+			// had; an unreadable pins file holds every tool.
+			log.Error("downstream tools: the pins cannot be kept", "server", s.name, "err", err)
+		}
+		events = append(events, review.Events...)
+		source := fmt.Sprintf("[mcp_servers.%q]", s.name)
+		for _, c := range served {
+			r := tools.Registration{Tool: c.tool, Source: source}
+			switch v := review.Verdicts[c.def.Name]; v.State {
+			case pins.Held:
+				r.Held = heldMessage("tool", c.tool.Spec().Name, s.name, c.def.Name, v.Change)
+			case pins.Asking:
+				r.Tool = &changedTool{Tool: c.tool, change: v.Change, version: c.def.Hash()}
+			}
+			regs = append(regs, r)
 		}
 	}
-	return regs
+	return regs, events
 }
+
+// heldMessage is the refusal of a held tool's call or prompt's get: what
+// changed, and how an operator accepts it. exposed is the name troupe's
+// clients see, remote the server's own (what --accept names).
+func heldMessage(kind, exposed, server, remote string, c pins.Change) string {
+	what := c.Summary()
+	if what == "" {
+		what = "changed"
+	}
+	return fmt.Sprintf("%s %s of server %s changed since it was trusted (%s) and is held until an operator accepts it "+
+		"(troupe tools --accept %s.%s, or Accept on the status page)", kind, exposed, server, what, server, remote)
+}
+
+// changedTool is a downstream tool that changed since it was pinned, on a
+// server whose on_change is "ask": served, but every call asks a person,
+// and the approval shows the change (tools.Safety.Changed).
+type changedTool struct {
+	tools.Tool
+	change  pins.Change
+	version string // the listed version's pins hash: an approval binds it
+}
+
+// Spec is the tool's, with the change in its Safety.
+func (c *changedTool) Spec() tools.Spec {
+	s := c.Tool.Spec()
+	s.Safety.Changed = c.change.Lines
+	s.Safety.ChangeSummary = c.change.Summary()
+	s.Safety.ChangeVersion = c.version
+	return s
+}
+
+// Unwrap returns the wrapped tool (tools.Implements finds its optional
+// interfaces through it).
+func (c *changedTool) Unwrap() tools.Tool { return c.Tool }
 
 // dropCollisions removes, deterministically, registrations whose name an
 // earlier one has: first-party and command tools come first and win,
@@ -149,7 +230,12 @@ func (ds *downstreams) apply(cfg *config.Config) {
 		ds.running = map[string]*runningServer{}
 	}
 	for name, r := range ds.running {
-		if s, ok := want[name]; !ok || !reflect.DeepEqual(s, r.cfg) {
+		s, ok := want[name]
+		if ok && sameButOnChange(s, r.cfg) {
+			r.cfg = s // on_change is troupe's review of the listing: no restart
+			continue
+		}
+		if !ok || !reflect.DeepEqual(s, r.cfg) {
 			r.d.Stop()
 			delete(ds.running, name)
 		}
@@ -175,6 +261,12 @@ func (ds *downstreams) apply(cfg *config.Config) {
 		}
 		ds.running[name] = &runningServer{cfg: s, opts: exposure(cfg, name, s), d: ds.host.StartDownstream(spec)}
 	}
+}
+
+// sameButOnChange says a and b differ in on_change at most.
+func sameButOnChange(a, b config.McpServer) bool {
+	a.OnChange = b.OnChange
+	return reflect.DeepEqual(a, b)
 }
 
 // snapshot is every running server's state and tools, in name order.

@@ -18,6 +18,7 @@ import (
 	"troupe/config"
 	"troupe/downstream"
 	"troupe/identity"
+	"troupe/pins"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -77,6 +78,13 @@ type gateway struct {
 	// notices folds floods of the servers' list_changed and
 	// resources/updated notifications (see coalescer).
 	notices *coalescer
+	// reviewPrompts compares a page of a server's prompts with their
+	// pins and reports what changed (App.reviewPrompts): the verdicts by
+	// the server's names. heldPrompt is why a server's prompt (exposed as
+	// exposed, remote on the server) is held, "" when it is not. Nil
+	// (tests' gateways): every prompt is trusted.
+	reviewPrompts func(ctx context.Context, server string, defs []pins.Def) map[string]pins.Verdict
+	heldPrompt    func(ctx context.Context, server, exposed, remote string) string
 
 	mu sync.Mutex
 	// known are the exposed prompt names each server listed last (its
@@ -135,6 +143,7 @@ func (a *App) newGateway() *gateway {
 			return tools.Policy{Allow: c.Resources.Allow, Deny: c.Resources.Deny}
 		},
 	}
+	g.reviewPrompts, g.heldPrompt = a.reviewPrompts, a.heldPrompt
 	g.notices = newCoalescer(noticeInterval)
 	g.subs = &subscriptions{g: g, byURI: map[string]*heldURI{}, watching: map[string]bool{}, notices: g.notices}
 	reg, err := tools.NewRegistry(

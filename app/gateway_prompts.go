@@ -10,6 +10,7 @@ import (
 
 	"troupe/downstream"
 	"troupe/identity"
+	"troupe/pins"
 	"troupe/protocol"
 	"troupe/tools"
 )
@@ -25,7 +26,7 @@ func (g *gateway) listPrompts(ctx context.Context, params json.RawMessage) (any,
 			return s.src.ListPrompts(ctx, cursor)
 		},
 		expose: func(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage) []json.RawMessage {
-			return g.exposePrompts(earlier, s, first, items, policy, grant)
+			return g.exposePrompts(ctx, earlier, s, first, items, policy, grant)
 		}})
 }
 
@@ -34,7 +35,25 @@ func (g *gateway) listPrompts(ctx context.Context, params json.RawMessage) (any,
 // order) already offers under the same name, with a warning. first says
 // the page is s's first, which starts its known names anew. A prompt the
 // caller's grant does not allow is known (for routing) but not shown.
-func (g *gateway) exposePrompts(earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage, policy tools.Policy, grant *identity.Grant) []json.RawMessage {
+//
+// Each page is reviewed against the prompts' pins (the server's
+// on_change): a prompt that changed since it was pinned is held, left out
+// of the list (with on_change = "ask" too: there is no call to ask
+// about), though known, so that no other server takes its name and
+// prompts/get names the change (refuseHeld).
+func (g *gateway) exposePrompts(ctx context.Context, earlier []gatewayServer, s gatewayServer, first bool, items []json.RawMessage, policy tools.Policy, grant *identity.Grant) []json.RawMessage {
+	var verdicts map[string]pins.Verdict
+	if g.reviewPrompts != nil {
+		var defs []pins.Def
+		for _, raw := range items {
+			if d, err := pins.PromptDef(raw); err == nil && policy.Visible(s.expose(d.Name)) {
+				defs = append(defs, d)
+			}
+		}
+		if len(defs) > 0 {
+			verdicts = g.reviewPrompts(ctx, s.name, defs)
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if first || g.known[s.name] == nil {
@@ -61,7 +80,7 @@ func (g *gateway) exposePrompts(earlier []gatewayServer, s gatewayServer, first 
 		if len(known) < maxKnownPrompts {
 			known[exposed] = true
 		}
-		if !grant.Allows(exposed) {
+		if st := verdicts[name].State; !grant.Allows(exposed) || st == pins.Held || st == pins.Asking {
 			continue
 		}
 		if s.prefix != "" {
@@ -111,9 +130,28 @@ func (g *gateway) getPrompt(ctx context.Context, params json.RawMessage) (any, e
 	if !g.policy().Visible(p.Name) || !grantOf(ctx).Allows(p.Name) {
 		return nil, tools.Errorf(tools.KindInvalidArgument, "unknown prompt: %s", p.Name)
 	}
+	if err := g.refuseHeld(ctx, p.Name); err != nil {
+		return nil, err
+	}
 	return g.ask(ctx, p.Name, "prompt", func(s gatewayServer, remote string) (json.RawMessage, error) {
 		return s.src.GetPrompt(ctx, remote, p.Arguments)
 	})
+}
+
+// refuseHeld refuses a prompt that a server it may be routed to holds
+// (it changed since it was pinned), with a message naming the change and
+// how an operator accepts it.
+func (g *gateway) refuseHeld(ctx context.Context, exposed string) error {
+	if g.heldPrompt == nil {
+		return nil
+	}
+	for _, s := range g.route(exposed) {
+		remote, _ := s.owns(exposed)
+		if msg := g.heldPrompt(ctx, s.name, exposed, remote); msg != "" {
+			return tools.Errorf(tools.KindInvalidArgument, "%s", msg)
+		}
+	}
+	return nil
 }
 
 // ask asks the servers that may own exposed, in order, until one knows
@@ -159,6 +197,9 @@ func (g *gateway) complete(ctx context.Context, params json.RawMessage) (any, er
 	case "ref/prompt":
 		if ref.Name == "" || !g.policy().Visible(ref.Name) || !grantOf(ctx).Allows(ref.Name) {
 			return nil, tools.Errorf(tools.KindInvalidArgument, "unknown prompt: %s", ref.Name)
+		}
+		if err := g.refuseHeld(ctx, ref.Name); err != nil {
+			return nil, err
 		}
 		return g.ask(ctx, ref.Name, "prompt", func(s gatewayServer, remote string) (json.RawMessage, error) {
 			var r map[string]json.RawMessage

@@ -18,6 +18,7 @@ import (
 	"troupe/observe"
 	"troupe/observe/status"
 	"troupe/observe/tracing"
+	"troupe/pins"
 	"troupe/sandbox"
 	"troupe/spool"
 	"troupe/tools"
@@ -46,6 +47,9 @@ type observing struct {
 	// gateway are the gateway's tools (prompts.get, …), labelled by name
 	// in the metrics beside the registry's; set before serving.
 	gateway atomic.Pointer[tools.Registry]
+	// app is the App whose pins the page lists and accepts (setApp);
+	// nil: none.
+	app atomic.Pointer[App]
 
 	shutdown sync.Once
 	log      *slog.Logger
@@ -79,8 +83,9 @@ func newObserving(cfg *config.Config, version string, log *slog.Logger) (*observ
 		Tracer:      tracer,
 		SpoolBytes:  o.spoolBytes,
 		Downstreams: o.downstreams,
+		Held:        o.held,
 	})
-	o.admin = status.New(o.hub, status.Options{Logger: log})
+	o.admin = status.New(o.hub, status.Options{Logger: log, Accept: o.accept})
 	return o, nil
 }
 
@@ -123,6 +128,42 @@ func (o *observing) downstreams() []observe.DownstreamStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// setApp names the App whose held tools the page lists and accepts.
+func (o *observing) setApp(a *App) {
+	if o != nil {
+		o.app.Store(a)
+	}
+}
+
+// held lists the held downstream tools and prompts for the status page.
+func (o *observing) held() []observe.HeldInfo {
+	a := o.app.Load()
+	if a == nil {
+		return nil
+	}
+	items, err := a.HeldPins(context.Background())
+	if err != nil {
+		o.log.Warn("status page: the pins cannot be read", "err", err)
+		return nil
+	}
+	out := make([]observe.HeldInfo, 0, len(items))
+	for _, h := range items {
+		out = append(out, observe.HeldInfo{Server: h.Server, Kind: string(h.Kind), Name: h.Name, Since: h.Held.Since,
+			Summary: h.Change.Summary(), Diff: h.Change.Lines, Hash: h.Held.Hash})
+	}
+	return out
+}
+
+// accept is the status page's Accept: the App pins the version shown.
+func (o *observing) accept(ctx context.Context, acc status.Accept) error {
+	a := o.app.Load()
+	if a == nil {
+		return fmt.Errorf("%s %s of server %s: %w", acc.Kind, acc.Name, acc.Server, pins.ErrNothingHeld)
+	}
+	_, err := a.AcceptHeld(ctx, acc.Server, acc.Kind, acc.Name, acc.Hash, acc.By)
+	return err
 }
 
 // observer is the actors' Observer: the Hub, or a nil interface (never a

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -57,6 +58,9 @@ func (a *App) buildRegistry(cfg *config.Config, servers []serverTools) (*tools.R
 
 // registrations are every tool cfg defines, with where it comes from (the
 // downstream servers' tools from servers), before [tools] allow/deny.
+// The downstream servers' listings are reviewed against their pins with
+// a.pins, and what that changed is reported (notePins): the caller holds
+// a.mu, or nothing runs (New, Tools).
 func (a *App) registrations(cfg *config.Config, servers []serverTools) ([]tools.Registration, error) {
 	ws, sb, log := a.ws, a.sb, a.regLog
 	var regs []tools.Registration
@@ -104,7 +108,9 @@ func (a *App) registrations(cfg *config.Config, servers []serverTools) ([]tools.
 			return nil, err
 		}
 		regs = append(regs, cmds...)
-		regs = dropCollisions(append(regs, proxiedTools(servers, log)...), log)
+		proxied, events := proxiedTools(context.Background(), servers, a.pins, log)
+		a.notePins(events)
+		regs = dropCollisions(append(regs, proxied...), log)
 	}
 	return regs, nil
 }

@@ -83,6 +83,11 @@ var reloadRules = []reloadRule{
 	{key: "logging.level", part: func(c *config.Config) any { return c.Logging.Level }, apply: setLogLevel},
 	{key: "auth", part: func(c *config.Config) any { return [3]any{staticTokens(c), c.Auth.OAuth, c.Auth.Operators} }, apply: setAuth},
 	{key: "limits.rate, limits.identity and the tokens' own", part: func(c *config.Config) any { return limitRules(c) }, apply: setLimits},
+	// on_change needs no rule: every reload reviews the listings again.
+	{key: "pins.path", part: func(c *config.Config) any {
+		path, _ := c.PinsFile()
+		return [2]any{path, c.HasDownstreamServers()}
+	}, apply: setPins},
 
 	{key: "logging.format", part: func(c *config.Config) any { return c.Logging.Format }},
 	{key: "[server]", part: func(c *config.Config) any { return c.Server }},

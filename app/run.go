@@ -17,6 +17,7 @@ import (
 	"troupe/gate"
 	"troupe/limits"
 	"troupe/overrides"
+	"troupe/pins"
 	"troupe/protocol"
 	"troupe/sandbox"
 	"troupe/spool"
@@ -53,6 +54,12 @@ type running struct {
 	ds     *downstreams
 	gw     *gateway // what a reload offers new sessions (App.offerGateway)
 	web    *httpFront
+	// rebuild asks the run's rebuilder for a registry build with the
+	// servers' tools as they are now (never blocks; requests fold).
+	rebuild func()
+	// pinStores carries to the pins' watcher (App.watchPins) each store
+	// it is to watch from now on (App.usePins); nil: none.
+	pinStores chan pins.Store
 }
 
 // shutdownSlack is how long, beyond limits.shutdown_grace, Run waits for
@@ -180,9 +187,19 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		default:
 		}
 	}
+	// The pins are recorded from now on (New's Keeper only read them),
+	// and watched: an operator's accept from another process is seen.
+	keepPins, watchedPins, err := runPinStores(cfg)
+	if err != nil {
+		closeHost()
+		return err
+	}
+	run := &running{host: host, ds: ds, gw: gw, limits: lim, rebuild: ds.changed, pinStores: make(chan pins.Store, 1)}
 	a.mu.Lock()
-	a.run = &running{host: host, ds: ds, gw: gw, limits: lim}
+	a.run = run
+	a.usePins(run, keepPins, watchedPins)
 	a.mu.Unlock()
+	work.Go(func() { a.watchPins(workCtx, run.pinStores) })
 	a.obs.run(hostOpts.Session.Spool.Shared, ds)
 	defer func() {
 		a.obs.run(nil, nil)

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,13 @@ const DefaultTimeout = 5 * time.Minute
 // maxShownArguments bounds the arguments quoted in a prompt.
 const maxShownArguments = 2048
 
+// Bounds on the diff of a changed tool a prompt shows (Safety.Changed):
+// the lines (pins cuts its diff to 120 already) and each line's bytes.
+const (
+	maxShownChangeLines    = 120
+	maxShownChangeLineSize = 1024
+)
+
 // Policy is the operator's part of the gate.
 type Policy struct {
 	// Timeout is how long an approval may wait for its answer.
@@ -53,9 +61,11 @@ func (p Policy) TimeoutOrDefault() time.Duration {
 	return DefaultTimeout
 }
 
-// Trusts reports whether the configuration trusts spec's tool.
+// Trusts reports whether the configuration trusts spec's tool. A
+// high-risk tool is never trusted, nor one that changed since it was
+// trusted (Safety.Unaccepted): the operator trusted another version.
 func (p Policy) Trusts(spec tools.Spec) bool {
-	if spec.Safety.HighRisk {
+	if spec.Safety.HighRisk || spec.Safety.Unaccepted() {
 		return false
 	}
 	for _, pat := range p.Trust {
@@ -99,7 +109,11 @@ type Call struct {
 //	{"tool":…,"args":…,"cwd":…,"env":{…sorted…},"command":[…],"sandbox":…,"network":…,"session":{"Cwd":…,"Env":{…}}}
 //
 // with args in jsonvalue.AppendCanonical's form, env and command null when
-// nil, and session left out when nil (hash_golden_test.go pins it).
+// nil, and session left out when nil (hash_golden_test.go pins it). A tool
+// that changed since it was trusted (Safety.Unaccepted) adds, last,
+// "changed":{"version":…,"summary":…,"lines":[…]}: the approval binds the
+// version the person was shown, so a state approved for one version never
+// runs another. Other tools' text is as it always was.
 func Hash(c Call) string {
 	var stack [1024]byte // most calls' text fits: no allocation
 	b := append(stack[:0], `{"tool":`...)
@@ -133,6 +147,15 @@ func Hash(c Call) string {
 		b = jsonvalue.AppendStringMap(b, o.Env)
 		b = append(b, '}')
 	}
+	if s := c.Spec.Safety; s.Unaccepted() {
+		b = append(b, `,"changed":{"version":`...)
+		b = jsonvalue.AppendString(b, s.ChangeVersion)
+		b = append(b, `,"summary":`...)
+		b = jsonvalue.AppendString(b, s.ChangeSummary)
+		b = append(b, `,"lines":`...)
+		b = jsonvalue.AppendStrings(b, s.Changed)
+		b = append(b, '}')
+	}
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	var text [2 * sha256.Size]byte
@@ -143,13 +166,19 @@ func Hash(c Call) string {
 // Form is the elicitation/create request that asks a person about c, in
 // the shape revision v understands. It uses one enum field only, because
 // some clients (Codex) render no numbers, and the choices are: this call
-// once, this tool for the rest of the session, or deny.
+// once, this tool for the rest of the session, or deny. A tool that
+// changed since it was trusted (Safety.Unaccepted) is offered once or
+// deny only: its every call asks until an operator accepts the change.
 func Form(c Call, v protocol.Version, hash string) *protocol.ElicitRequestParams {
 	name := Printable(c.Spec.Name)
 	choices := []struct{ value, title string }{
 		{"once", "Allow this call once"},
 		{"session", "Allow " + name + " for the rest of this session"},
 		{"deny", "Deny"},
+	}
+	unaccepted := c.Spec.Safety.Unaccepted()
+	if unaccepted {
+		choices = slices.Delete(choices, 1, 2)
 	}
 	field := map[string]any{
 		"type":        "string",
@@ -180,6 +209,9 @@ func Form(c Call, v protocol.Version, hash string) *protocol.ElicitRequestParams
 		Meta: map[string]any{"persist": []string{"session"},
 			protocol.MetaPrefix + "approval": map[string]any{"tool": c.Spec.Name, "hash": hash}},
 	}
+	if unaccepted {
+		delete(p.Meta, "persist") // nothing about this version is remembered
+	}
 	if v.HasElicitationModes() {
 		p.Mode = "form"
 	}
@@ -201,6 +233,9 @@ func Message(c Call, hash string) string {
 	b.WriteString(".\n")
 	if c.Caller != "" {
 		fmt.Fprintf(&b, "Asked by: %s\n", Printable(c.Caller))
+	}
+	if s.Safety.Unaccepted() {
+		writeChange(&b, s.Safety)
 	}
 	if d := firstLine(s.Description); d != "" {
 		fmt.Fprintf(&b, "What it does: %s\n", Printable(d))
@@ -245,6 +280,33 @@ func Message(c Call, hash string) string {
 	fmt.Fprintf(&b, "Arguments: %s\n", shownArguments(c))
 	fmt.Fprintf(&b, "Call hash: %s", hash[:16])
 	return b.String()
+}
+
+// writeChange writes what changed in a tool since it was trusted: a line
+// that says so, then the diff, each line behind "  | " so that no line of
+// it can pass for a field of the prompt. The lines are printable already
+// (pins.Change.Lines); Printable again costs nothing on them (it leaves
+// backslashes alone) and keeps any other caller's lines to one line each.
+func writeChange(b *strings.Builder, s tools.Safety) {
+	b.WriteString("This tool changed since it was trusted")
+	if s.ChangeSummary != "" {
+		fmt.Fprintf(b, " (%s)", Printable(s.ChangeSummary))
+	}
+	b.WriteString("; an operator has not accepted the change:\n")
+	lines := s.Changed
+	if len(lines) > maxShownChangeLines {
+		lines = lines[:maxShownChangeLines-1]
+	}
+	for _, l := range lines {
+		l = Printable(l)
+		if len(l) > maxShownChangeLineSize {
+			l = l[:tools.UTF8Cut([]byte(l), maxShownChangeLineSize)] + fmt.Sprintf(" … (%d bytes in all)", len(l))
+		}
+		fmt.Fprintf(b, "  | %s\n", l)
+	}
+	if n := len(s.Changed) - len(lines); n > 0 {
+		fmt.Fprintf(b, "  | … %d more lines\n", n)
+	}
 }
 
 // shownArguments renders the arguments with secret-named members and
@@ -383,7 +445,14 @@ func shortDuration(d time.Duration) string {
 // [mcp_servers.<server>] table (an [mcp.<name>] table for one of them
 // would be a command tool without a command, and troupe would not start),
 // and every tool that is not high-risk can be named in approvals.trust.
+// A tool that changed since it was trusted asks at every call whatever
+// the configuration says, until an operator accepts the change.
 func howToAllow(spec tools.Spec) string {
+	if spec.Safety.Unaccepted() {
+		return "It changed since it was trusted, so troupe asks a person at every call until an operator accepts " +
+			"the change (troupe tools shows it, troupe tools --accept accepts it): use a client that shows approval " +
+			"prompts (elicitation) and allow it once."
+	}
 	if spec.Safety.HighRisk {
 		return "It is high-risk, so troupe always asks a person first, whatever the configuration says: " +
 			"use a client that shows approval prompts (elicitation), such as the Codex TUI or the MCP Inspector, " +

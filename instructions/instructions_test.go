@@ -71,3 +71,23 @@ func TestForGroupsAndBounds(t *testing.T) {
 		t.Fatalf("read-only tools preferred with nothing to prefer them to:\n%s", got)
 	}
 }
+
+// A held tool (a downstream tool that changed and waits for an operator)
+// is not named in the instructions, for Codex nor anyone: the model is
+// not told of a tool it cannot call.
+func TestHeldToolsAreNotNamed(t *testing.T) {
+	reg, err := tools.Build([]tools.Registration{
+		{Tool: tool{name: "repo.readFile", readOnly: true}, Source: "first-party"},
+		{Tool: tool{name: "s.rugpull", readOnly: true}, Source: "mcp_servers.s", Held: "held"},
+		{Tool: tool{name: "s.asks", approval: true}, Source: "mcp_servers.s", Held: "held"},
+	}, tools.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, client := range []string{"test", codexClientName} {
+		text := For(reg, protocol.Implementation{Name: client}, "", gate.Policy{})
+		if strings.Contains(text, "rugpull") || strings.Contains(text, "asks") || !strings.Contains(text, "readFile") {
+			t.Fatalf("%s: %s", client, text)
+		}
+	}
+}

@@ -22,13 +22,16 @@ const (
 	adminMetrics    = "/metrics"
 	adminStatus     = "/status"
 	adminStatusJSON = "/status/"
+	// adminAccept is the page's Accept of a held downstream tool: a POST,
+	// for operators only (package status checks its accept token).
+	adminAccept = "/status/accept"
 )
 
 // IsAdminPath reports whether path is one of the operators' paths the
-// Handler serves with Options.Admin (/metrics, /status, /status/): the
-// MCP endpoint must not be one of them.
+// Handler serves with Options.Admin (/metrics, /status, /status/,
+// /status/accept): the MCP endpoint must not be one of them.
 func IsAdminPath(path string) bool {
-	return path == adminMetrics || path == adminStatus || path == adminStatusJSON
+	return path == adminMetrics || path == adminStatus || path == adminStatusJSON || path == adminAccept
 }
 
 // statusCookie is the cookie a browser gets for the status page in
@@ -40,7 +43,10 @@ func IsAdminPath(path string) bool {
 const statusCookie = "troupe_status"
 
 // serveAdmin serves Options.Admin's paths: loopback Host and allowed
-// Origin as on the MCP endpoint, GET or HEAD only, then the bearer token
+// Origin as on the MCP endpoint, GET or HEAD only (POST only on
+// /status/accept, which also needs an operator, and, when the status
+// cookie stands for the credential, an Origin header: a browser's POST
+// always has one), then the bearer token
 // (in the Authorization header, or, on the status page's paths, as the
 // status cookie), whose identity must be an operator on /metrics (else
 // 403) and is passed to Admin in the request's context
@@ -53,13 +59,25 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	if !h.checkSource(w, r) {
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	accept := r.URL.Path == adminAccept
+	switch {
+	case accept && r.Method != http.MethodPost:
+		w.Header().Set("Allow", "POST")
+		h.refuse(w, http.StatusMethodNotAllowed, "method not allowed: accept with POST")
+		return
+	case !accept && r.Method != http.MethodGet && r.Method != http.MethodHead:
 		w.Header().Set("Allow", "GET, HEAD")
 		h.refuse(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
 	chain := h.auth.Load()
 	if !chain.Required() {
+		if accept {
+			// Nobody is known here, so nobody is an operator.
+			h.deny(w, r, http.StatusForbidden, "forbidden: accepting a held tool on the status page needs an operator's "+
+				"credential ([auth]); without one, use troupe tools --accept")
+			return
+		}
 		h.opts.Admin.ServeHTTP(w, r)
 		return
 	}
@@ -78,6 +96,10 @@ func (h *Handler) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	// The cookie is the status page's (its Path is /status): /metrics is
 	// for scrapers, which send the bearer header.
 	if c, err := r.Cookie(statusCookie); err == nil && r.URL.Path != adminMetrics {
+		if accept && r.Header.Get("Origin") == "" {
+			h.deny(w, r, http.StatusForbidden, "forbidden: an accept sent with the status cookie must carry an Origin header")
+			return
+		}
 		found, sum, key := h.logins.check(c.Value)
 		who, still := chain.Tokens.LookupSum(sum)
 		if found == loginValid && (!still || who.Key() != key) {
@@ -136,10 +158,11 @@ func (h *Handler) exchangeToken(w http.ResponseWriter, r *http.Request, tokens *
 // mayUse lets who use r's path, or answers 403: /metrics is for
 // operators only (with [auth] operators set, only the tokens and scopes it
 // names are operators: app sets identity.Operator), since its series are
-// server-wide; the status page and its JSON are for every identity, a
-// tenant seeing only its own (serveAdminAs).
+// server-wide, and so is /status/accept, which changes what troupe
+// trusts; the status page and its JSON are for every identity, a tenant
+// seeing only its own (serveAdminAs).
 func (h *Handler) mayUse(w http.ResponseWriter, r *http.Request, who *identity.Identity) bool {
-	if who.Operator || r.URL.Path != adminMetrics {
+	if who.Operator || r.URL.Path != adminMetrics && r.URL.Path != adminAccept {
 		return true
 	}
 	h.deny(w, r, http.StatusForbidden, "forbidden: "+who.String()+" is not an operator ([auth] operators names who may use "+r.URL.Path+")")

@@ -34,6 +34,9 @@ type Options struct {
 	// page, with their tool counts and errors; nil: the page shows the
 	// states DownstreamChanged reported, without tool counts.
 	Downstreams func() []DownstreamStatus
+	// Held, when set, lists the held downstream tools and prompts for
+	// the status page; nil: none.
+	Held func() []HeldInfo
 }
 
 // Hub is troupe's one observer. It implements actors.Observer and
@@ -311,6 +314,7 @@ func (h *Hub) Snapshot() Snapshot {
 		Downstreams:          []DownstreamStatus{},
 		Audit:                []AuditEntry{},
 		History:              []HistoryPoint{},
+		Held:                 []HeldInfo{},
 		Metrics:              MetricsSummary{SpoolBytes: -1},
 		HistoryPeriodSeconds: HistoryPeriod.Seconds(),
 	}
@@ -348,6 +352,12 @@ func (h *Hub) Snapshot() Snapshot {
 		for _, d := range f() {
 			d.Err = clip(d.Err, maxShownErrBytes) // the server may have chosen it
 			s.Downstreams = append(s.Downstreams, d)
+		}
+	}
+	if f := h.opts.Held; f != nil {
+		for _, held := range f() {
+			held.Name = clip(held.Name, maxShownBytes) // the server chose it
+			s.Held = append(s.Held, held)
 		}
 	}
 	if c := h.cluster.Load(); c != nil {

@@ -775,3 +775,21 @@ func TestRateLimitedByIdentity(t *testing.T) {
 		t.Errorf("rate_limited_total has %d series, want 3", n)
 	}
 }
+
+// The held downstream tools reach the Snapshot from Options.Held, their
+// names clipped like every other name a server chose; without the option
+// the list is empty, never null.
+func TestSnapshotHeld(t *testing.T) {
+	if b, _ := json.Marshal(New(Options{}).Snapshot()); !strings.Contains(string(b), `"held":[]`) {
+		t.Fatalf("no held list: %s", b)
+	}
+	since := time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
+	h := New(Options{Held: func() []HeldInfo {
+		return []HeldInfo{{Server: "acme", Kind: "tool", Name: strings.Repeat("n", 1000), Since: since,
+			Summary: "description changed", Diff: []string{"description:", "+ x"}, Hash: "h"}}
+	}})
+	held := h.Snapshot().Held
+	if len(held) != 1 || held[0].Server != "acme" || held[0].Hash != "h" || len(held[0].Name) > 256+len("…") || len(held[0].Diff) != 2 {
+		t.Fatalf("held = %+v", held)
+	}
+}

@@ -45,6 +45,8 @@ type metrics struct {
 	auditFlush       prometheus.Histogram
 	httpRefused      *prometheus.CounterVec // status
 	rateLimited      *prometheus.CounterVec // identity, limit
+	pinEvents        *prometheus.CounterVec // server, kind, event
+	held             *prometheus.GaugeVec   // server
 	// callBounds are callDuration's bucket bounds, for the page's
 	// quantiles.
 	callBounds []float64
@@ -147,10 +149,19 @@ func newMetrics(h *Hub) *metrics {
 			Name: "troupe_rate_limited_total",
 			Help: "Requests refused by an identity's limits, by identity (token:<name>, oauth, local, anonymous) and limit (calls_per_minute, tool_calls_per_minute, max_concurrent_calls, max_sessions).",
 		}, []string{"identity", "limit"}),
+		pinEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "troupe_downstream_pin_events_total",
+			Help: "Downstream tools and prompts whose pinned version changed hands, by server, kind (tool, prompt) and event (pinned: seen for the first time; changed: held or asked about; restored: listed as pinned again; accepted: a changed version pinned by an operator or by on_change = \"accept\").",
+		}, []string{"server", "kind", "event"}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "troupe_downstream_held",
+			Help: "Downstream tools and prompts held now (changed since they were pinned, waiting for an operator's accept), by server.",
+		}, []string{"server"}),
 	}
 	m.own = []prometheus.Collector{m.calls, m.callDuration, m.approvals, m.approvalWait, m.sessions, m.requests,
 		m.requestDuration, m.sandboxStarts, m.sandboxRefusals, m.sandboxFailures, m.sandboxStartTime,
 		m.downstreamState, m.reconnects, m.downstreamCall, m.auditBatch, m.auditFlush, m.httpRefused, m.rateLimited,
+		m.pinEvents, m.held,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "troupe_calls_in_flight",
 			Help: "Tool calls taken by an invoker and not finished yet.",

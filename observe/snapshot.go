@@ -63,6 +63,13 @@ type Snapshot struct {
 	// Cluster is the cluster this process is a node of (Hub.SetCluster);
 	// nil, and absent from the JSON, for one process.
 	Cluster *ClusterInfo `json:"cluster,omitempty"`
+	// Held are the downstream tools and prompts held since they changed
+	// (Options.Held), for operators to accept; a tenant's view has none.
+	Held []HeldInfo `json:"held"`
+	// AcceptToken is the value the page sends back with an Accept (POST
+	// /status/accept), which a page of another origin cannot read: set
+	// by package status for an operator only, "" otherwise.
+	AcceptToken string `json:"accept_token,omitempty"`
 	// Viewer is the identity whose own view this is (TenantView): a
 	// tenant's page shows its sessions, calls and audit entries only, and
 	// no server-wide numbers. "" for an operator's view of everything.
@@ -139,6 +146,28 @@ type DownstreamStatus struct {
 	// Err says why it failed, fit for a client: no host paths, no
 	// secrets.
 	Err string `json:"error,omitempty"`
+}
+
+// HeldInfo is one held version of a downstream tool or prompt: it changed
+// since troupe trusted it, and waits for an operator's accept.
+type HeldInfo struct {
+	// Server is the downstream server's name in [mcp_servers].
+	Server string `json:"server"`
+	// Kind is "tool" or "prompt".
+	Kind string `json:"kind"`
+	// Name is its name on the server.
+	Name string `json:"name"`
+	// Since is when troupe first saw the changed version.
+	Since time.Time `json:"since"`
+	// Summary says what changed ("description and input schema
+	// changed").
+	Summary string `json:"summary"`
+	// Diff is the change line by line, every invisible or control
+	// character already escaped (pins.Change.Lines).
+	Diff []string `json:"diff"`
+	// Hash is the held version's: an Accept names it, and is refused
+	// when what is held changed again since.
+	Hash string `json:"hash"`
 }
 
 // AuditEntry is one finished call, from its audit record, in a Snapshot.

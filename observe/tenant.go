@@ -5,7 +5,7 @@ import "troupe/actors"
 // TenantView is s as a tenant may see it: who's own sessions, calls in
 // flight and audit entries (who is identity.Identity.String, as the
 // snapshot names identities), and nothing that tells about the others or
-// about the server as a whole. Gone are the downstream servers, the cluster
+// about the server as a whole. Gone are the downstream servers and their held tools, the cluster
 // and its members, the trend history and every total over all tenants;
 // the metrics tiles count who's own sessions, calls in flight and calls
 // waiting for approval, and the rest read zero (SpoolBytes -1, "not
@@ -22,6 +22,7 @@ func TenantView(s Snapshot, who string) Snapshot {
 		Downstreams:          []DownstreamStatus{},
 		Audit:                []AuditEntry{},
 		History:              []HistoryPoint{},
+		Held:                 []HeldInfo{},
 		HistoryPeriodSeconds: s.HistoryPeriodSeconds,
 		Metrics:              MetricsSummary{SpoolBytes: -1},
 		Viewer:               who,

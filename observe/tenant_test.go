@@ -31,7 +31,9 @@ func TestTenantViewShowsOnlyItsOwn(t *testing.T) {
 		History:     []HistoryPoint{{Calls: 5}},
 		Metrics: MetricsSummary{CallsTotal: 40, CallsFailed: 2, CallsInFlight: 2, Sessions: 3, ApprovalsPending: 1,
 			LatencyP50Seconds: 1, LatencyCalls: 40, HTTPRefusedTotal: 7, SpoolBytes: 1 << 20},
-		Cluster: &ClusterInfo{Node: "node-a"},
+		Cluster:     &ClusterInfo{Node: "node-a"},
+		Held:        []HeldInfo{{Server: "github", Kind: "tool", Name: "rugpull", Hash: "h1"}},
+		AcceptToken: "csrf-secret",
 	}
 	got := TenantView(full, "token:alice")
 	if len(got.Sessions) != 1 || got.Sessions[0].ID != "s-alice" || got.Sessions[0].Owner != "" {
@@ -47,8 +49,8 @@ func TestTenantViewShowsOnlyItsOwn(t *testing.T) {
 	if got.Metrics != want {
 		t.Errorf("metrics = %+v, want %+v (hers, no server-wide totals)", got.Metrics, want)
 	}
-	if got.Cluster != nil || len(got.Downstreams) != 0 || len(got.History) != 0 {
-		t.Errorf("cluster %v, downstreams %v, history %v: want none", got.Cluster, got.Downstreams, got.History)
+	if got.Cluster != nil || len(got.Downstreams) != 0 || len(got.History) != 0 || len(got.Held) != 0 || got.AcceptToken != "" {
+		t.Errorf("cluster %v, downstreams %v, history %v, held %v, token %q: want none", got.Cluster, got.Downstreams, got.History, got.Held, got.AcceptToken)
 	}
 	if got.Viewer != "token:alice" || got.Version != "v1" {
 		t.Errorf("viewer %q version %q", got.Viewer, got.Version)
@@ -57,7 +59,7 @@ func TestTenantViewShowsOnlyItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, other := range []string{"bob", "s-sub", "node-a", "github", "c-0", "c-2"} {
+	for _, other := range []string{"bob", "s-sub", "node-a", "github", "c-0", "c-2", "rugpull", "csrf-secret"} {
 		if strings.Contains(string(body), other) {
 			t.Errorf("the tenant's JSON names %q: %s", other, body)
 		}
@@ -68,7 +70,8 @@ func TestTenantViewShowsOnlyItsOwn(t *testing.T) {
 	}
 	// Slices encode as [] for a tenant with nothing.
 	none, _ := json.Marshal(TenantView(full, "token:carol"))
-	if !strings.Contains(string(none), `"sessions":[]`) || !strings.Contains(string(none), `"downstreams":[]`) {
+	if !strings.Contains(string(none), `"sessions":[]`) || !strings.Contains(string(none), `"downstreams":[]`) ||
+		!strings.Contains(string(none), `"held":[]`) {
 		t.Errorf("empty view: %s", none)
 	}
 }

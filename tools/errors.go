@@ -22,6 +22,7 @@ const (
 	KindInternal         Kind = "internal"          // troupe failed; the details are in the server log
 	KindCommandFailed    Kind = "command_failed"    // a tool's program exited non-zero or died of a signal troupe did not send
 	KindUnauthenticated  Kind = "unauthenticated"   // a credential the call needs is missing, expired or refused
+	KindHeld             Kind = "held"              // a downstream tool changed since it was trusted and waits for an operator to accept it
 )
 
 // Error is a tool failure the model may see. Message must be safe to show:

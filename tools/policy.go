@@ -12,6 +12,12 @@ import (
 type Registration struct {
 	Tool   Tool
 	Source string // e.g. "first-party", `config [mcp."git.status"] in /etc/troupe.toml`
+	// Held, when not empty, holds the tool: a downstream tool that
+	// changed since it was trusted and waits for an operator to accept the
+	// change (issue 29). The registry neither lists nor runs it; a call of
+	// it is refused with Held as its message (Registry.Held), so the model
+	// learns why rather than reading "unknown tool".
+	Held string
 }
 
 // Policy decides which tools sessions see: a tool is visible when its name
@@ -39,16 +45,27 @@ func (p Policy) Visible(name string) bool {
 // (names, schemas), two registrations of one name are an error naming both
 // sources (whether or not the policy would hide one), and the tools the
 // policy hides are left out, so they can be neither listed nor called.
+// Held registrations are left out of the listing too, but remembered with
+// their message (Registry.Held) when the policy shows their name; their
+// schemas are not compiled, since nothing runs them.
 func Build(regs []Registration, p Policy) (*Registry, error) {
 	seen := make(map[string]string, len(regs))
 	var visible []Tool
+	var held map[string]string
 	for _, r := range regs {
 		name := r.Tool.Spec().Name
 		if first, dup := seen[name]; dup {
 			return nil, fmt.Errorf("tool %q is defined twice: by %s and by %s", name, first, r.Source)
 		}
 		seen[name] = r.Source
-		if p.Visible(name) {
+		switch {
+		case !p.Visible(name):
+		case r.Held != "":
+			if held == nil {
+				held = map[string]string{}
+			}
+			held[name] = r.Held
+		default:
 			visible = append(visible, r.Tool)
 		}
 	}
@@ -56,6 +73,7 @@ func Build(regs []Registration, p Policy) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	reg.setHeld(held)
 	return reg, nil
 }
 

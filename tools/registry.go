@@ -25,6 +25,11 @@ type Registry struct {
 	entries     []*Entry
 	byName      map[string]*Entry
 	fingerprint [32]byte // hash of what tools/list shows, to tell whether a new registry differs
+	// held are the tools held until an operator accepts their change
+	// (Registration.Held), by name, with the message a call of one gets;
+	// heldPrint hashes them, so SameTools tells two holds apart.
+	held      map[string]string
+	heldPrint [32]byte
 }
 
 // Entry is a registered tool with its compiled input schema.
@@ -125,16 +130,64 @@ func (r *Registry) Only(keep func(name string) bool) *Registry {
 		}
 	}
 	out.fingerprint = fingerprint(out.entries)
+	// A hold the caller may not see is no business of theirs: a name its
+	// grant does not allow is an unknown tool, held or not.
+	var held map[string]string
+	for name, msg := range r.held {
+		if keep(name) {
+			if held == nil {
+				held = map[string]string{}
+			}
+			held[name] = msg
+		}
+	}
+	out.setHeld(held)
 	return out
 }
 
+// setHeld records the held tools and their fingerprint (zero when none,
+// as in a registry NewRegistry made).
+func (r *Registry) setHeld(held map[string]string) {
+	r.held, r.heldPrint = held, [32]byte{}
+	if len(held) == 0 {
+		return
+	}
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(held)) {
+		// Length-prefixed, so no two sets hash alike by moving text
+		// between a name and a message.
+		fmt.Fprintf(h, "%d:%s%d:%s", len(name), name, len(held[name]), held[name])
+	}
+	h.Sum(r.heldPrint[:0])
+}
+
+// Held reports whether the tool name is held until an operator accepts
+// its change, and the message a call of it gets (Registration.Held). A
+// held tool is in no listing and Lookup does not find it.
+func (r *Registry) Held(name string) (message string, ok bool) {
+	if r == nil {
+		return "", false
+	}
+	message, ok = r.held[name]
+	return message, ok
+}
+
 // SameTools reports whether other shows clients exactly the same tools
-// (names, descriptions, schemas, annotations, _meta).
+// (names, descriptions, schemas, annotations, _meta) and holds the same
+// tools with the same messages.
 func (r *Registry) SameTools(other *Registry) bool {
 	if r == nil || other == nil {
-		return r.Len() == 0 && other.Len() == 0
+		return r.Len() == 0 && other.Len() == 0 && len(r.heldSet()) == 0 && len(other.heldSet()) == 0
 	}
-	return r.fingerprint == other.fingerprint
+	return r.fingerprint == other.fingerprint && r.heldPrint == other.heldPrint
+}
+
+// heldSet is r's held tools, nil for a nil registry.
+func (r *Registry) heldSet() map[string]string {
+	if r == nil {
+		return nil
+	}
+	return r.held
 }
 
 // checkName applies the 2025-11-25 naming rules (SEP-986).

@@ -36,11 +36,31 @@ type Safety struct {
 	// Streaming means the tool can send its output as progress and log
 	// notifications while it runs.
 	Streaming bool
+	// Changed (or ChangeSummary), when not empty, marks a downstream tool that changed since
+	// it was trusted and that an operator has not accepted (its server's
+	// on_change = "ask"): the diff a person reads, a line each, already
+	// made printable (pins.Change.Lines). Every call of it asks a person,
+	// who sees the diff; neither [approvals] trust nor a session's "allow
+	// for the session" skips the question, since what was trusted is not
+	// what runs now.
+	Changed []string
+	// ChangeSummary says in a few words what changed ("description and
+	// input schema changed", pins.Change.Summary), for the prompt.
+	ChangeSummary string
+	// ChangeVersion identifies the changed version (its pins hash,
+	// pins.Def.Hash): the approval's hash binds it, so an approval given
+	// for one version never runs another. "" binds the diff alone.
+	ChangeVersion string
 }
 
 // NeedsApproval reports whether a call must be approved by a person
 // (before any session trust is considered).
-func (s Safety) NeedsApproval() bool { return s.RequiresApproval || s.HighRisk }
+func (s Safety) NeedsApproval() bool { return s.RequiresApproval || s.HighRisk || s.Unaccepted() }
+
+// Unaccepted reports whether the tool changed since it was trusted and
+// nobody accepted the change (Changed or ChangeSummary set): only a
+// person's answer to each call lets it run.
+func (s Safety) Unaccepted() bool { return len(s.Changed) > 0 || s.ChangeSummary != "" }
 
 // Meta renders the discovery _meta members for s.
 func (s Safety) Meta() map[string]any {

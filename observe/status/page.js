@@ -172,6 +172,56 @@
         el("td", { class: "err" }, d.error || ""))));
   }
 
+  // acceptNotes are what the last Accept of each held version answered,
+  // kept across redraws (by server, kind, name and hash).
+  const acceptNotes = new Map();
+  function heldKey(h) { return [h.server, h.kind, h.name, h.hash].join("\u0000"); }
+
+  // accept posts an operator's accept of the held version h: the version
+  // shown (its hash), with the page's accept token.
+  async function accept(h, token, button) {
+    button.disabled = true;
+    let note;
+    try {
+      const resp = await fetch("status/accept", { method: "POST", credentials: "same-origin", cache: "no-store",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ server: h.server, kind: h.kind, name: h.name, hash: h.hash, token: token }) });
+      note = resp.ok ? ["accepted", "ok"] : [(await resp.text()).trim() || "error " + resp.status, resp.status === 409 ? "warn" : "bad"];
+    } catch (e) {
+      note = ["troupe is not answering", "bad"];
+    }
+    acceptNotes.set(heldKey(h), note);
+    button.disabled = false;
+    poll(true);
+  }
+
+  // held lists the downstream tools and prompts held since they changed,
+  // each with its diff (already escaped by troupe: invisible characters
+  // show as \u escapes) and, for an operator, an Accept button.
+  function held(s) {
+    const list = s.held || [];
+    document.getElementById("held-section").hidden = list.length === 0;
+    const token = s.accept_token || "";
+    document.getElementById("held").tBodies[0].replaceChildren(...list.map((h) => {
+      const note = acceptNotes.get(heldKey(h));
+      const action = el("td", {});
+      if (token) {
+        const button = el("button", { type: "button", "data-action": "accept" }, "Accept");
+        button.addEventListener("click", () => accept(h, token, button));
+        action.append(button);
+      } else {
+        action.append(el("span", { class: "muted" }, "troupe tools --accept " + h.server + "." + h.name));
+      }
+      if (note) action.append(" ", badge(note[0], note[1]));
+      return el("tr", { "data-server": h.server, "data-name": h.name, "data-kind": h.kind },
+        el("td", { class: "mono" }, h.server),
+        el("td", { class: "mono" }, h.name, " ", el("span", { class: "muted" }, "(" + h.kind + ")")),
+        el("td", {}, clock(h.since)),
+        el("td", {}, el("div", {}, h.summary || ""), el("pre", { class: "diff" }, (h.diff || []).join("\n"))),
+        action);
+    }));
+  }
+
   // cluster shows this node and the members when troupe runs as a cluster
   // node; for one process there is no such section at all.
   function cluster(s) {
@@ -259,11 +309,14 @@
     charts(s);
     calls(s);
     downstreams(s);
+    held(s);
     sessions(s);
     audit(s);
   }
 
-  async function poll() {
+  // poll fetches the snapshot and redraws, then again in POLL_MS; once
+  // (now) fetches it at once without starting another round.
+  async function poll(once) {
     try {
       const resp = await fetch("status/", { credentials: "same-origin", cache: "no-store",
         headers: { Accept: "application/json" } });
@@ -278,7 +331,7 @@
     } catch (e) {
       conn("error", "troupe is not answering");
     }
-    setTimeout(poll, POLL_MS);
+    if (!once) setTimeout(poll, POLL_MS);
   }
   poll();
 })();
