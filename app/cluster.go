@@ -77,7 +77,7 @@ func (a *App) joinCluster(cfg *config.Config, lost func(error)) (ClusterNode, er
 // pinStoreFor is where a run keeps its pins: the cluster's store when this
 // process is a node (accepted versions are the same on every node, and a
 // change the nodes see at once is recorded once), else the pins file.
-func (a *App) pinStoreFor(cfg *config.Config, node ClusterNode) (pins.Store, error) {
+func pinStoreFor(cfg *config.Config, node ClusterNode) (pins.Store, error) {
 	if node != nil {
 		if s := node.PinStore(); s != nil {
 			return s, nil

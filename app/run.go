@@ -57,6 +57,9 @@ type running struct {
 	// rebuild asks the run's rebuilder for a registry build with the
 	// servers' tools as they are now (never blocks; requests fold).
 	rebuild func()
+	// node is this process as a cluster node, nil when it is none: its
+	// pins are the cluster's (runPinStores).
+	node ClusterNode
 	// pinStores carries to the pins' watcher (App.watchPins) each store
 	// it is to watch from now on (App.usePins); nil: none.
 	pinStores chan pins.Store
@@ -189,12 +192,12 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	// The pins are recorded from now on (New's Keeper only read them),
 	// and watched: an operator's accept from another process is seen.
-	keepPins, watchedPins, err := runPinStores(cfg)
+	keepPins, watchedPins, err := runPinStores(cfg, node)
 	if err != nil {
 		closeHost()
 		return err
 	}
-	run := &running{host: host, ds: ds, gw: gw, limits: lim, rebuild: ds.changed, pinStores: make(chan pins.Store, 1)}
+	run := &running{host: host, ds: ds, gw: gw, limits: lim, node: node, rebuild: ds.changed, pinStores: make(chan pins.Store, 1)}
 	a.mu.Lock()
 	a.run = run
 	a.usePins(run, keepPins, watchedPins)
