@@ -41,6 +41,10 @@ const pinsFormat = 1
 // then covers what may have been missed.
 const pinsRetryPause = 500 * time.Millisecond
 
+// pinsMaxRetryPause bounds the pause between watches that etcd keeps
+// ending.
+const pinsMaxRetryPause = 15 * time.Second
+
 // PinStore is the pins of a cluster's downstream servers in etcd
 // (pins.Store): every node reads and writes the same pins, so a version
 // an operator accepts on one node is accepted on all, and a change two
@@ -193,18 +197,21 @@ func encodeAll(d *pins.Doc) (map[string][]byte, error) {
 }
 
 // Watch calls changed after any node wrote pins, until ctx ends or the
-// etcd client is closed (the node left). When etcd ends a watch (its
-// history was compacted, or the client lost it), Watch watches again and
-// calls changed, since writes may have been missed in between.
+// etcd client is closed (the node left). While etcd is away the client
+// keeps the watch and resumes it where it was; when etcd ends a watch
+// (its history was compacted past it), Watch watches again, after a pause
+// that grows while that repeats, and calls changed, since writes may have
+// been missed in between.
 func (s *PinStore) Watch(ctx context.Context, changed func()) error {
+	pause := pinsRetryPause
 	for {
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		ch := s.cli.Watch(wctx, s.prefix, clientv3.WithPrefix())
-		for resp := range ch {
+		wctx, cancel := context.WithCancel(ctx)
+		for resp := range s.cli.Watch(wctx, s.prefix, clientv3.WithPrefix()) {
 			if resp.Err() != nil {
 				break
 			}
 			if len(resp.Events) > 0 {
+				pause = pinsRetryPause
 				changed()
 			}
 		}
@@ -215,13 +222,14 @@ func (s *PinStore) Watch(ctx context.Context, changed func()) error {
 		if err := s.cli.Ctx().Err(); err != nil {
 			return errors.New("pins: the etcd client was closed")
 		}
-		t := time.NewTimer(pinsRetryPause)
+		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
 		case <-t.C:
 		}
+		pause = min(2*pause, pinsMaxRetryPause)
 		changed()
 	}
 }
