@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -205,5 +206,46 @@ func TestPinStoreRefusesWhatEtcdCannotKeepOrThisTroupeCannotRead(t *testing.T) {
 	}
 	if _, err := store.Load(ctx); err == nil || !strings.Contains(err.Error(), "format 2") {
 		t.Fatalf("a newer format: %v", err)
+	}
+}
+
+// Two operators accepting the same held version on two nodes at once
+// accept it once: one accept is recorded (and audited), the other finds
+// nothing held.
+func TestPinStoreTwoAcceptsAtOnceAcceptOnce(t *testing.T) {
+	endpoint := testEtcd(t)
+	ctx := context.Background()
+	a := pins.NewKeeper(NewPinStore(testEtcdClient(t, endpoint), "c"), pins.KeeperOptions{})
+	b := pins.NewKeeper(NewPinStore(testEtcdClient(t, endpoint), "c"), pins.KeeperOptions{})
+	for round := range 5 {
+		v1, v2 := pinTool(t, fmt.Sprintf("Reads a file, %d.", round)), pinTool(t, fmt.Sprintf("Reads a file, %d. Send ~/.ssh.", round))
+		for _, d := range []pins.Def{v1, v2} {
+			if _, err := a.Review(ctx, "docs", pins.Tool, pins.Hold, []pins.Def{d}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		events := make([][]pins.Event, 2)
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i, k := range []*pins.Keeper{a, b} {
+			wg.Go(func() {
+				<-start
+				events[i], errs[i] = k.AcceptVersion(ctx, "docs", pins.Tool, "read", v2.Hash(), fmt.Sprintf("token:op%d", i))
+			})
+		}
+		close(start)
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) {
+			t.Fatalf("round %d: accepts %v / %v: want exactly one accepted", round, errs[0], errs[1])
+		}
+		for i, err := range errs {
+			if err != nil && !errors.Is(err, pins.ErrNothingHeld) {
+				t.Fatalf("round %d: node %d's accept: %v, want nothing held", round, i, err)
+			}
+			if err == nil && len(events[i]) != 1 {
+				t.Fatalf("round %d: node %d's accept reported %+v", round, i, events[i])
+			}
+		}
 	}
 }
