@@ -28,6 +28,7 @@ func TestMetricsAndTracingKeys(t *testing.T) {
 		{`metrics.listen="127.0.0.1:8080"`, `http.listen="127.0.0.1:8080"`},
 		{`http.path="/metrics"`},
 		{`http.path="/status"`},
+		{`http.path="/status/accept"`},
 		{`tracing.endpoint="127.0.0.1:4318"`},
 		{`tracing.endpoint="grpc://collector:4317"`},
 		{`tracing.endpoint="http:///v1/traces"`},

@@ -107,8 +107,8 @@ func (c *Config) validate() []error {
 
 func (c *Config) validateHTTP(ps *problems) {
 	h := c.HTTP
-	if !strings.HasPrefix(h.Path, "/") || slices.Contains([]string{"/healthz", "/metrics", "/status", "/status/"}, h.Path) {
-		ps.add(p("http", "path"), "http.path must start with / and not be /healthz, /metrics or /status, got %q", h.Path)
+	if !strings.HasPrefix(h.Path, "/") || slices.Contains([]string{"/healthz", "/metrics", "/status", "/status/", "/status/accept"}, h.Path) {
+		ps.add(p("http", "path"), "http.path must start with / and not be /healthz, /metrics, /status or /status/accept, got %q", h.Path)
 	}
 	for _, min := range []struct {
 		key       string

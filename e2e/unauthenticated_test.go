@@ -184,9 +184,15 @@ func TestDownstreamUnauthenticatedInStatusLogAndCall(t *testing.T) {
 	before := strings.Count(front.log.String(), "configuration reloaded")
 	writeConfig(t, cfg, dsTable(down.url, dsTokenVar+"_GOOD")+waitForDownstreams)
 	waitReload(t, front, before)
-	waitStatus(t, front, "ds ready after the reload", func(s statusSnapshot) bool {
-		state, _ := dsState(s)
-		return state == "ready"
+	// Ready, and its tools in the registry: the rebuild that serves them
+	// (and pins them) follows the connection.
+	waitStatus(t, front, "ds ready after the reload, its tools served", func(s statusSnapshot) bool {
+		for _, d := range s.Downstreams {
+			if d.Name == "ds" {
+				return d.State == "ready" && d.Exposed > 0
+			}
+		}
+		return false
 	})
 	s := openSession(t, front)
 	if body := s.callWith(t, 2, "ds.repo.listDir", `{"path":"."}`); strings.Contains(body, `"isError":true`) || !strings.Contains(body, "README.md") {

@@ -8,7 +8,10 @@
 // (RequiresApproval, or HighRisk, which no configuration can turn off).
 // A session may trust a tool for the rest of the session when a person
 // says so; the operator may trust tools that are not high-risk in the
-// configuration ([approvals] trust). Nothing else skips the question.
+// configuration ([approvals] trust). Nothing else skips the question, and
+// neither skips it for a downstream tool that changed since it was trusted
+// and that no operator accepted (tools.Safety.Changed): every call of it
+// asks, and the person sees what changed.
 package gate
 
 import (
