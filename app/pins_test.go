@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,4 +131,60 @@ func TestGatewayHoldsChangedPrompts(t *testing.T) {
 	if err := get("s.greet"); err != nil {
 		t.Errorf("prompts/get once restored: %v", err)
 	}
+}
+
+// reportPins counts each event's tools in
+// troupe_downstream_pin_events_total and sets troupe_downstream_held from
+// the held versions the keeper knows.
+func TestReportPinsMetrics(t *testing.T) {
+	cfg := &config.Config{}
+	cfg.Metrics.Listen = "127.0.0.1:0" // someone could see: a Hub
+	obs, err := newObserving(cfg, "test", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.close()
+	keeper := pins.NewKeeper(pins.FileStore{Path: filepath.Join(t.TempDir(), "pins.json")}, pins.KeeperOptions{})
+	a := &App{log: slog.New(slog.DiscardHandler), obs: obs, cfg: cfg, pins: keeper}
+	server := func(desc string) []serverTools {
+		return []serverTools{{name: "s", srv: offline("s"), opts: proxy.Options{Prefix: "s", Separator: "."}, tools: []json.RawMessage{
+			json.RawMessage(`{"name":"t","description":` + jsonString(desc) + `}`),
+			json.RawMessage(`{"name":"u","description":` + jsonString(desc) + `}`)}}}
+	}
+	for _, desc := range []string{"One.", "Two."} {
+		_, events := proxiedTools(t.Context(), server(desc), keeper, a.log)
+		a.reportPins(events, "")
+	}
+	text := metricsText(t, obs)
+	for _, want := range []string{
+		`troupe_downstream_pin_events_total{event="pinned",kind="tool",server="s"} 2`,
+		`troupe_downstream_pin_events_total{event="changed",kind="tool",server="s"} 2`,
+		`troupe_downstream_held{server="s"} 2`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the metrics lack %s:\n%s", want, text)
+		}
+	}
+}
+
+// metricsText is what /metrics would serve from obs's Hub, one sample a
+// line.
+func metricsText(t *testing.T, obs *observing) string {
+	t.Helper()
+	families, err := obs.hub.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"=\""+l.GetValue()+"\"")
+			}
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			b.WriteString(f.GetName() + "{" + strings.Join(labels, ",") + "} " + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
+		}
+	}
+	return b.String()
 }
