@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"troupe/limits"
 	"troupe/mcphttp"
 	"troupe/observe"
+	"troupe/pins"
 )
 
 // ClusterNode is this process as a node of a cluster (package cluster's
@@ -29,6 +31,11 @@ type ClusterNode interface {
 	// Limits is the cluster's store of limit counters (one owner member
 	// per key), which the host's limits count on once the node has joined.
 	Limits() limits.Store
+	// PinStore is the cluster's store of the downstream servers' pins
+	// (package cluster's, in etcd): every node reads and records the same
+	// pins, so an operator's accept on one node holds on all; nil keeps
+	// the pins in the node's pins file.
+	PinStore() pins.Store
 }
 
 // JoinCluster joins the cluster cfg's [cluster] table configures; lost is
@@ -65,4 +72,42 @@ func (a *App) joinCluster(cfg *config.Config, lost func(error)) (ClusterNode, er
 		return nil, fmt.Errorf("cannot join the cluster: %w", err)
 	}
 	return node, nil
+}
+
+// pinStoreFor is where a run keeps its pins: the cluster's store when this
+// process is a node (accepted versions are the same on every node, and a
+// change the nodes see at once is recorded once), else the pins file.
+func pinStoreFor(cfg *config.Config, node ClusterNode) (pins.Store, error) {
+	if node != nil {
+		if s := node.PinStore(); s != nil {
+			return s, nil
+		}
+	}
+	return pinStore(cfg)
+}
+
+// ErrClusterPins is why a command that is not a running node (troupe
+// tools, --accept) cannot read or accept a cluster's pins: they are in
+// etcd, which only the nodes (troupe-cluster serving) reach.
+var ErrClusterPins = errors.New("the pins of a cluster's downstream servers are kept in etcd, which only a " +
+	"running node reaches: accept a held tool on the status page of any node (/status, as an operator)")
+
+// clusterPinsElsewhere is the pins store of a clustered config outside a
+// node (troupe tools, config check): it reads and records nothing, so
+// that no command pins into a local file the nodes never read, nor shows
+// that file's pins as the cluster's. A review through it fails closed.
+type clusterPinsElsewhere struct{}
+
+// Load implements pins.Store: the cluster's pins are out of reach.
+func (clusterPinsElsewhere) Load(context.Context) (*pins.Doc, error) { return nil, ErrClusterPins }
+
+// Update implements pins.Store: the cluster's pins are out of reach.
+func (clusterPinsElsewhere) Update(context.Context, func(*pins.Doc) (bool, error)) (*pins.Doc, error) {
+	return nil, ErrClusterPins
+}
+
+// Watch implements pins.Store: there is nothing to watch.
+func (clusterPinsElsewhere) Watch(ctx context.Context, _ func()) error {
+	<-ctx.Done()
+	return nil
 }

@@ -13,8 +13,13 @@ import (
 // The pins of the downstream servers' tools and prompts (package pins):
 // where they are kept, and how what changes in them is reported.
 
-// pinStore is where cfg keeps its pins: the pins file (config.PinsFile).
+// pinStore is where cfg keeps its pins: the pins file (config.PinsFile);
+// a clustered config's are in etcd, which only a running node reaches
+// (pinStoreFor), so no store here.
 func pinStore(cfg *config.Config) (pins.Store, error) {
+	if cfg.Cluster.Provider != "" {
+		return clusterPinsElsewhere{}, nil
+	}
 	path, err := cfg.PinsFile()
 	if err != nil {
 		return nil, err
@@ -161,12 +166,11 @@ func (a *App) countHeld(keeper *pins.Keeper) {
 }
 
 // runPinStores are where a running troupe keeps its pins (keep: the pins
-// file) and what it watches (watch: the same, or nil when no downstream
-// server is configured, so that nothing is watched for nothing). A
-// cluster node's shared store (ClusterNode) is to be chosen here once the
-// node has joined: the cluster wiring's seam.
-func runPinStores(cfg *config.Config) (keep, watch pins.Store, err error) {
-	if keep, err = pinStore(cfg); err != nil {
+// file, or on a cluster node the store the nodes share: pinStoreFor) and
+// what it watches (watch: the same, or nil when no downstream server is
+// configured, so that nothing is watched for nothing).
+func runPinStores(cfg *config.Config, node ClusterNode) (keep, watch pins.Store, err error) {
+	if keep, err = pinStoreFor(cfg, node); err != nil {
 		return nil, nil, err
 	}
 	if cfg.HasDownstreamServers() {
@@ -193,7 +197,7 @@ func (a *App) usePins(run *running, keep, watch pins.Store) {
 // is configured): a Keeper of the new place, watched, and every listing
 // reviewed against it.
 func setPins(a *App, run *running, next *config.Config) {
-	keep, watch, err := runPinStores(next)
+	keep, watch, err := runPinStores(next, run.node)
 	if err != nil {
 		a.log.Error("config reload: pins.path: keeping the pins in force", "err", err)
 		return

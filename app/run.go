@@ -57,6 +57,9 @@ type running struct {
 	// rebuild asks the run's rebuilder for a registry build with the
 	// servers' tools as they are now (never blocks; requests fold).
 	rebuild func()
+	// node is this process as a cluster node, nil when it is none: its
+	// pins are the cluster's (runPinStores).
+	node ClusterNode
 	// pinStores carries to the pins' watcher (App.watchPins) each store
 	// it is to watch from now on (App.usePins); nil: none.
 	pinStores chan pins.Store
@@ -146,6 +149,35 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	defer stopWorkers()
 
+	// A cluster node joins before it serves HTTP: its front must know the
+	// cluster from its first request (cluster.go). It joins before the
+	// downstream servers connect, too: their tools are compared with the
+	// pins the nodes share (pinStoreFor), which the node's store reaches.
+	lost := make(chan error, 1)
+	node, err := a.joinCluster(cfg, func(err error) {
+		select {
+		case lost <- err:
+		default:
+		}
+	})
+	if err != nil {
+		stopWorkers()
+		closeHost()
+		return err
+	}
+	if node != nil {
+		a.obs.setCluster(node)
+		// Approval states and the links to the output of 2026-07-28 calls
+		// name the node from now on: the front sends a retry or a read to
+		// the node that can serve it (mcphttp/cluster.go).
+		host.SetNode(node.Self())
+		// Limits count on the cluster's store from now on (before HTTP
+		// serves): one owner per identity's bucket, so a limit holds for
+		// the cluster, not per node.
+		lim.UseStore(node.Limits())
+		defer node.Close() // after the front has drained: the node's sessions have ended
+	}
+
 	// Downstream servers: each connects on its own; when one's tools
 	// change, the registry is rebuilt (a.mu orders that with reloads).
 	rebuild := make(chan struct{}, 1)
@@ -160,12 +192,12 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 	}
 	// The pins are recorded from now on (New's Keeper only read them),
 	// and watched: an operator's accept from another process is seen.
-	keepPins, watchedPins, err := runPinStores(cfg)
+	keepPins, watchedPins, err := runPinStores(cfg, node)
 	if err != nil {
 		closeHost()
 		return err
 	}
-	run := &running{host: host, ds: ds, gw: gw, limits: lim, rebuild: ds.changed, pinStores: make(chan pins.Store, 1)}
+	run := &running{host: host, ds: ds, gw: gw, limits: lim, node: node, rebuild: ds.changed, pinStores: make(chan pins.Store, 1)}
 	a.mu.Lock()
 	a.run = run
 	a.usePins(run, keepPins, watchedPins)
@@ -226,32 +258,6 @@ func (a *App) Run(ctx context.Context, opts RunOptions) error {
 		}
 		stdioDone = conn.Done()
 		log.Info("serving MCP on stdio")
-	}
-	// A cluster node joins before it serves HTTP: its front must know the
-	// cluster from its first request (cluster.go).
-	lost := make(chan error, 1)
-	node, err := a.joinCluster(cfg, func(err error) {
-		select {
-		case lost <- err:
-		default:
-		}
-	})
-	if err != nil {
-		stopWorkers()
-		closeHost()
-		return err
-	}
-	if node != nil {
-		a.obs.setCluster(node)
-		// Approval states and the links to the output of 2026-07-28 calls
-		// name the node from now on: the front sends a retry or a read to
-		// the node that can serve it (mcphttp/cluster.go).
-		host.SetNode(node.Self())
-		// Limits count on the cluster's store from now on (before HTTP
-		// serves): one owner per identity's bucket, so a limit holds for
-		// the cluster, not per node.
-		lim.UseStore(node.Limits())
-		defer node.Close() // after the front has drained: the node's sessions have ended
 	}
 	var web *httpFront
 	if cfg.HTTP.Listen != "" {

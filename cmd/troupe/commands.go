@@ -186,7 +186,12 @@ func toolsCommand(args []string, stdout, stderr *os.File) int {
 		return exitUsage
 	}
 	list, servers := found.Tools, found.Servers
-	if found.PinsErr != nil {
+	switch {
+	case errors.Is(found.PinsErr, app.ErrClusterPins):
+		// A cluster's nodes hold what etcd's pins hold, which this
+		// command does not read: say where to look, not that all is held.
+		fmt.Fprintln(stderr, "troupe: held tools are not listed:", found.PinsErr)
+	case found.PinsErr != nil:
 		fmt.Fprintln(stderr, "troupe: the pins cannot be read, so a running troupe holds every downstream tool:", found.PinsErr)
 	}
 	names := make([]string, len(list))
