@@ -268,8 +268,8 @@ func startBrowser(t *testing.T, chromium string) *browser {
 	cmd := exec.CommandContext(ctx, chromium, append(chromiumArgs(profile)[:8:8], "--remote-debugging-port=0",
 		"--remote-allow-origins=http://127.0.0.1", "about:blank")...)
 	cmd.Env = append(os.Environ(), "HOME="+profile)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedWriter{b: &strings.Builder{}} // read while Chromium writes
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
