@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,24 +36,9 @@ func holdProbe(t *testing.T, dsConfig string) {
 // accepted (the record's identity) each time.
 func auditAccepts(t *testing.T, file, tool string) []string {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var r struct {
-			Event    string `json:"event"`
-			Tool     string `json:"tool"`
-			Identity string `json:"identity"`
-			Pin      *struct {
-				By string `json:"by"`
-			} `json:"pin"`
-		}
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Event == "pin_accepted" && r.Tool == tool && r.Pin != nil && r.Pin.By == r.Identity {
+	for _, r := range pinRecordsOf(t, file, tool) {
+		if r.Event == "pin_accepted" && r.Pin.By == r.Identity {
 			out = append(out, r.Identity)
 		}
 	}

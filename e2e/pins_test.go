@@ -434,27 +434,43 @@ func TestPinsHoldAskAcceptOverStdio(t *testing.T) {
 	}
 }
 
-// pinAuditEvents are the events of the audit log's pin records of tool,
-// in order.
-func pinAuditEvents(t *testing.T, file, tool string) []string {
+// pinRecord is what the e2e tests read of an audit log's pin record.
+type pinRecord struct {
+	Event    string `json:"event"`
+	Tool     string `json:"tool"`
+	Identity string `json:"identity"`
+	Pin      *struct {
+		By string `json:"by"`
+	} `json:"pin"`
+}
+
+// pinRecordsOf are the audit log's pin records of tool, in order.
+func pinRecordsOf(t *testing.T, file, tool string) []pinRecord {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []string
+	var out []pinRecord
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var r struct {
-			Event string          `json:"event"`
-			Tool  string          `json:"tool"`
-			Pin   json.RawMessage `json:"pin"`
-		}
+		var r pinRecord
 		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Pin != nil && r.Tool == tool {
-			out = append(out, r.Event)
+			out = append(out, r)
 		}
+	}
+	return out
+}
+
+// pinAuditEvents are the events of the audit log's pin records of tool,
+// in order.
+func pinAuditEvents(t *testing.T, file, tool string) []string {
+	t.Helper()
+	var out []string
+	for _, r := range pinRecordsOf(t, file, tool) {
+		out = append(out, r.Event)
 	}
 	return out
 }
