@@ -236,8 +236,9 @@ func (k *Keeper) Review(ctx context.Context, server string, kind Kind, mode Mode
 		return r, err
 	}
 	now := k.now()
-	work := k.doc.clone()
-	r, changed := review(work, server, kind, mode, defs, now)
+	// Most listings repeat what the pins say: compared without a copy
+	// of the pins, and nothing is written.
+	r, changed := review(k.doc, server, kind, mode, defs, now, false)
 	if !changed || k.readOnly {
 		if k.readOnly {
 			r.Events = nil
@@ -247,7 +248,7 @@ func (k *Keeper) Review(ctx context.Context, server string, kind Kind, mode Mode
 	var final Review
 	stored, err := k.store.Update(ctx, func(d *Doc) (bool, error) {
 		var write bool
-		final, write = review(d, server, kind, mode, defs, now)
+		final, write = review(d, server, kind, mode, defs, now, true)
 		return write, nil
 	})
 	if err != nil {
@@ -265,8 +266,10 @@ func heldState(m Mode) State {
 	return Held
 }
 
-// review is Review's comparison, editing d; it reports whether d changed.
-func review(d *Doc, server string, kind Kind, mode Mode, defs []Def, now time.Time) (Review, bool) {
+// review is Review's comparison; it reports whether d changes (edit:
+// d is edited; else d is left as it is and the Verdicts are those the
+// edit would give).
+func review(d *Doc, server string, kind Kind, mode Mode, defs []Def, now time.Time, edit bool) (Review, bool) {
 	r := Review{Verdicts: make(map[string]Verdict, len(defs))}
 	events := map[EventKind]*Event{}
 	event := func(what EventKind, name, hash string, c *Change, by string) {
@@ -288,31 +291,42 @@ func review(d *Doc, server string, kind Kind, mode Mode, defs []Def, now time.Ti
 		ent := d.lookup(server, kind, def.Name)
 		switch {
 		case ent == nil:
-			d.server(server).entries(kind)[def.Name] = &Entry{Pinned: Version{Hash: hash, Def: def, Since: now, By: ByFirstUse}}
+			if edit {
+				d.server(server).entries(kind)[def.Name] = &Entry{Pinned: Version{Hash: hash, Def: def, Since: now, By: ByFirstUse}}
+			}
 			r.Verdicts[def.Name] = Verdict{State: Trusted}
 			event(Pinned, def.Name, hash, nil, "")
 			changed = true
 		case ent.Pinned.Hash == hash:
 			r.Verdicts[def.Name] = Verdict{State: Trusted}
 			if ent.Held != nil {
-				ent.Held = nil
+				if edit {
+					ent.Held = nil
+				}
 				event(Restored, def.Name, hash, nil, "")
 				changed = true
 			}
 		case mode == Accept:
 			c := Compare(ent.Pinned.Def, def)
-			ent.Pinned, ent.Held = Version{Hash: hash, Def: def, Since: now, By: ByOnChange}, nil
+			if edit {
+				ent.Pinned, ent.Held = Version{Hash: hash, Def: def, Since: now, By: ByOnChange}, nil
+			}
 			r.Verdicts[def.Name] = Verdict{State: Accepted, Change: c}
 			event(AcceptedChange, def.Name, hash, &c, ByOnChange)
 			changed = true
 		default:
 			c := Compare(ent.Pinned.Def, def)
-			if ent.Held == nil || ent.Held.Hash != hash {
-				ent.Held = &Version{Hash: hash, Def: def, Since: now}
+			since := now
+			if ent.Held != nil && ent.Held.Hash == hash {
+				since = ent.Held.Since
+			} else {
+				if edit {
+					ent.Held = &Version{Hash: hash, Def: def, Since: now}
+				}
 				event(Changed, def.Name, hash, &c, "")
 				changed = true
 			}
-			r.Verdicts[def.Name] = Verdict{State: heldState(mode), Change: c, Since: ent.Held.Since}
+			r.Verdicts[def.Name] = Verdict{State: heldState(mode), Change: c, Since: since}
 		}
 	}
 	for _, what := range []EventKind{Pinned, Changed, Restored, AcceptedChange} {
