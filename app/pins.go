@@ -307,7 +307,7 @@ func (a *App) reviewPrompts(ctx context.Context, server string, defs []pins.Def)
 func (a *App) heldPrompt(ctx context.Context, server, exposed, remote string) string {
 	held, err := a.pinKeeper().Held(ctx)
 	if err != nil {
-		return heldMessage("prompt", exposed, server, remote, pins.Change{Fields: []string{"pins unreadable"}})
+		return heldMessage("prompt", exposed, server, remote, pins.Unreadable)
 	}
 	for _, h := range held {
 		if h.Server == server && h.Kind == pins.Prompt && h.Name == remote {

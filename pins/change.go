@@ -23,7 +23,15 @@ type Change struct {
 	// long diff is cut to maxDiffLines with a line saying how much more
 	// there was.
 	Lines []string
+	// Note, when set, is what Summary says instead of naming fields: the
+	// pins could not be read, so nothing listed can be called unchanged
+	// (Unreadable).
+	Note string
 }
+
+// Unreadable is the Change of everything a server lists while the pins
+// cannot be read: troupe cannot tell what changed, so it trusts nothing.
+var Unreadable = Change{Note: "troupe cannot read its pins, so it cannot tell what changed"}
 
 // maxDiffLines bounds Change.Lines: enough for a description and a schema,
 // not a page a prompt could drown in.
@@ -59,6 +67,9 @@ func Compare(pinned, now Def) Change {
 // Summary says in a few words what changed: "description and input
 // schema changed"; "" when nothing did.
 func (c Change) Summary() string {
+	if c.Note != "" {
+		return c.Note
+	}
 	switch n := len(c.Fields); n {
 	case 0:
 		return ""

@@ -231,7 +231,7 @@ func (k *Keeper) Review(ctx context.Context, server string, kind Kind, mode Mode
 		// No pins to compare with: nothing may be trusted as unchanged.
 		r := Review{Verdicts: make(map[string]Verdict, len(defs))}
 		for _, d := range defs {
-			r.Verdicts[d.Name] = Verdict{State: heldState(mode), Change: Change{Fields: []string{"pins unreadable"}}}
+			r.Verdicts[d.Name] = Verdict{State: heldState(mode), Change: Unreadable}
 		}
 		return r, err
 	}

@@ -198,7 +198,7 @@ func TestKeeperFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := NewKeeper(fs, KeeperOptions{}).Review(context.Background(), "srv", Tool, Hold, []Def{{Name: "a"}})
-	if err == nil || r.Verdicts["a"].State != Held {
+	if err == nil || r.Verdicts["a"].State != Held || !strings.Contains(r.Verdicts["a"].Change.Summary(), "cannot read its pins") {
 		t.Fatalf("%+v %v", r, err)
 	}
 }
