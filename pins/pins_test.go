@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,13 +235,20 @@ func TestFileStoreWatch(t *testing.T) {
 	changed := make(chan struct{}, 8)
 	done := make(chan error, 1)
 	go func() { done <- fs.Watch(ctx, func() { changed <- struct{}{} }) }()
-	time.Sleep(100 * time.Millisecond) // the watch is set up
+	// Another process pins a new tool now and then, until the watch (set
+	// up on its own goroutine) reports one.
 	k := NewKeeper(fs, KeeperOptions{})
-	reviewOf(t, k, Hold, Def{Name: "a"})
-	select {
-	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no change reported")
+	for i := 0; ; i++ {
+		reviewOf(t, k, Hold, Def{Name: fmt.Sprint("t", i)})
+		select {
+		case <-changed:
+		case <-time.After(250 * time.Millisecond):
+			if i < 40 {
+				continue
+			}
+			t.Fatal("no change reported")
+		}
+		break
 	}
 	cancel()
 	if err := <-done; err != nil {
