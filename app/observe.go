@@ -219,6 +219,12 @@ func (o *observing) setTools(reg *tools.Registry) {
 	}
 	page, _ := reg.Page(0, reg.Len())
 	sources := make(map[string]string, len(page))
+	// A held tool's refused calls are counted under its name too.
+	for name, meta := range reg.HeldSources() {
+		if server, ok := strings.CutPrefix(meta, "mcp_servers."); ok {
+			sources[name] = server
+		}
+	}
 	for _, t := range page {
 		source := "first-party"
 		if e, ok := reg.Lookup(t.Name); ok {

@@ -10,7 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"troupe/actors"
+	"troupe/audit"
 	"troupe/config"
 	"troupe/downstream"
 	"troupe/pins"
@@ -203,4 +206,39 @@ func metricsText(t *testing.T, obs *observing) string {
 		}
 	}
 	return b.String()
+}
+
+// A held tool's refused calls are counted under its own name and server,
+// as a listed tool's are, not as "unknown".
+func TestHeldToolCallsAreLabelledByName(t *testing.T) {
+	cfg := &config.Config{}
+	cfg.Metrics.Listen = "127.0.0.1:0"
+	obs, err := newObserving(cfg, "test", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.close()
+	keeper := pins.NewKeeper(pins.FileStore{Path: filepath.Join(t.TempDir(), "pins.json")}, pins.KeeperOptions{})
+	log := slog.New(slog.DiscardHandler)
+	server := func(desc string) []serverTools {
+		return []serverTools{{name: "s", srv: offline("s"), opts: proxy.Options{Prefix: "s", Separator: "."}, tools: []json.RawMessage{
+			json.RawMessage(`{"name":"t","description":` + jsonString(desc) + `}`)}}}
+	}
+	proxiedTools(t.Context(), server("One."), keeper, log)
+	regs, _ := proxiedTools(t.Context(), server("Two."), keeper, log)
+	reg, err := tools.Build(regs, tools.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, held := reg.Held("s.t"); !held || reg.Len() != 0 {
+		t.Fatalf("s.t is not held: %d listed", reg.Len())
+	}
+	obs.setTools(reg)
+	c := &actors.CallView{ID: "c-1", Session: "s-1", Identity: "local", Tool: "s.t", Started: time.Now()}
+	obs.hub.CallStarted(t.Context(), c)
+	obs.hub.CallFinished(c, &audit.Record{Event: audit.EventCall, Tool: "s.t", Outcome: string(tools.KindHeld),
+		Started: c.Started, Stopped: time.Now(), CorrelationID: "c-1"})
+	if text := metricsText(t, obs); !strings.Contains(text, `outcome="held"`) || !strings.Contains(text, `tool="s.t"`) {
+		t.Fatalf("the held call is not counted under s.t:\n%s", text)
+	}
 }

@@ -51,7 +51,7 @@ func (p Policy) Visible(name string) bool {
 func Build(regs []Registration, p Policy) (*Registry, error) {
 	seen := make(map[string]string, len(regs))
 	var visible []Tool
-	var held map[string]string
+	var held map[string]heldTool
 	for _, r := range regs {
 		name := r.Tool.Spec().Name
 		if first, dup := seen[name]; dup {
@@ -62,9 +62,10 @@ func Build(regs []Registration, p Policy) (*Registry, error) {
 		case !p.Visible(name):
 		case r.Held != "":
 			if held == nil {
-				held = map[string]string{}
+				held = map[string]heldTool{}
 			}
-			held[name] = r.Held
+			source, _ := r.Tool.Spec().Meta[MetaSource].(string)
+			held[name] = heldTool{message: r.Held, source: source}
 		default:
 			visible = append(visible, r.Tool)
 		}

@@ -28,8 +28,14 @@ type Registry struct {
 	// held are the tools held until an operator accepts their change
 	// (Registration.Held), by name, with the message a call of one gets;
 	// heldPrint hashes them, so SameTools tells two holds apart.
-	held      map[string]string
+	held      map[string]heldTool
 	heldPrint [32]byte
+}
+
+// heldTool is a held registration: the message its calls get, and the
+// tool's Meta[MetaSource] (where it comes from, for metrics' labels).
+type heldTool struct {
+	message, source string
 }
 
 // Entry is a registered tool with its compiled input schema.
@@ -132,13 +138,13 @@ func (r *Registry) Only(keep func(name string) bool) *Registry {
 	out.fingerprint = fingerprint(out.entries)
 	// A hold the caller may not see is no business of theirs: a name its
 	// grant does not allow is an unknown tool, held or not.
-	var held map[string]string
-	for name, msg := range r.held {
+	var held map[string]heldTool
+	for name, h := range r.held {
 		if keep(name) {
 			if held == nil {
-				held = map[string]string{}
+				held = map[string]heldTool{}
 			}
-			held[name] = msg
+			held[name] = h
 		}
 	}
 	out.setHeld(held)
@@ -147,7 +153,7 @@ func (r *Registry) Only(keep func(name string) bool) *Registry {
 
 // setHeld records the held tools and their fingerprint (zero when none,
 // as in a registry NewRegistry made).
-func (r *Registry) setHeld(held map[string]string) {
+func (r *Registry) setHeld(held map[string]heldTool) {
 	r.held, r.heldPrint = held, [32]byte{}
 	if len(held) == 0 {
 		return
@@ -156,7 +162,8 @@ func (r *Registry) setHeld(held map[string]string) {
 	for _, name := range slices.Sorted(maps.Keys(held)) {
 		// Length-prefixed, so no two sets hash alike by moving text
 		// between a name and a message.
-		fmt.Fprintf(h, "%d:%s%d:%s", len(name), name, len(held[name]), held[name])
+		msg := held[name].message
+		fmt.Fprintf(h, "%d:%s%d:%s", len(name), name, len(msg), msg)
 	}
 	h.Sum(r.heldPrint[:0])
 }
@@ -168,8 +175,22 @@ func (r *Registry) Held(name string) (message string, ok bool) {
 	if r == nil {
 		return "", false
 	}
-	message, ok = r.held[name]
-	return message, ok
+	h, ok := r.held[name]
+	return h.message, ok
+}
+
+// HeldSources are the held tools' names, each with where it comes from
+// (its Meta[MetaSource], "mcp_servers.<server>"): metrics label a held
+// tool's refused calls with its name, as a listed tool's.
+func (r *Registry) HeldSources() map[string]string {
+	if r == nil || len(r.held) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(r.held))
+	for name, h := range r.held {
+		out[name] = h.source
+	}
+	return out
 }
 
 // SameTools reports whether other shows clients exactly the same tools
@@ -183,7 +204,7 @@ func (r *Registry) SameTools(other *Registry) bool {
 }
 
 // heldSet is r's held tools, nil for a nil registry.
-func (r *Registry) heldSet() map[string]string {
+func (r *Registry) heldSet() map[string]heldTool {
 	if r == nil {
 		return nil
 	}
