@@ -154,13 +154,9 @@ func (a *App) countHeld(keeper *pins.Keeper) {
 	if a.obs == nil || keeper == nil {
 		return
 	}
-	held, err := keeper.Held(context.Background())
+	counts, err := keeper.HeldCounts(context.Background())
 	if err != nil {
 		return // the review that failed to read them said why
-	}
-	counts := map[string]int{}
-	for _, h := range held {
-		counts[h.Server]++
 	}
 	a.obs.hub.SetHeld(counts)
 }
@@ -305,14 +301,12 @@ func (a *App) reviewPrompts(ctx context.Context, server string, defs []pins.Def)
 // on_change ("ask" holds prompts too: there is no call to ask about); ""
 // when none is.
 func (a *App) heldPrompt(ctx context.Context, server, exposed, remote string) string {
-	held, err := a.pinKeeper().Held(ctx)
-	if err != nil {
+	h, held, err := a.pinKeeper().HeldOne(ctx, server, pins.Prompt, remote)
+	switch {
+	case err != nil:
 		return heldMessage("prompt", exposed, server, remote, pins.Unreadable)
-	}
-	for _, h := range held {
-		if h.Server == server && h.Kind == pins.Prompt && h.Name == remote {
-			return heldMessage("prompt", exposed, server, remote, h.Change)
-		}
+	case held:
+		return heldMessage("prompt", exposed, server, remote, h.Change)
 	}
 	return ""
 }

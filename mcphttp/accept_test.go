@@ -139,7 +139,7 @@ func TestStatusAccept(t *testing.T) {
 	if w.Code != 200 {
 		t.Fatalf("accept: %d %s", w.Code, w.Body.String())
 	}
-	doc, err := pins.NewKeeper(fs, pins.KeeperOptions{}).Doc(context.Background())
+	doc, err := fs.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

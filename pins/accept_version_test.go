@@ -33,7 +33,7 @@ func TestAcceptVersionOnlyTheVersionShown(t *testing.T) {
 		ev[0].Changes["a"].Summary() != "description changed" {
 		t.Fatalf("accept: %+v %v", ev, err)
 	}
-	d, _ := NewKeeper(fs, KeeperOptions{}).Doc(ctx)
+	d, _ := fs.Load(ctx)
 	if e := d.lookup("srv", Tool, "a"); e.Held != nil || e.Pinned.Hash != again.Hash() || e.Pinned.By != "token:ops" {
 		t.Fatalf("pinned: %+v", e)
 	}

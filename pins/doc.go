@@ -29,10 +29,7 @@
 // however many of its tools changed at once.
 package pins
 
-import (
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // Kind is what a pin is of.
 type Kind string
@@ -146,17 +143,4 @@ func (d *Doc) lookup(server string, k Kind, name string) *Entry {
 		return s.Prompts[name]
 	}
 	return s.Tools[name]
-}
-
-// clone is a deep copy of d (a nil d is an empty Doc).
-func (d *Doc) clone() *Doc {
-	out := &Doc{Version: docVersion}
-	if d == nil {
-		return out
-	}
-	b, err := json.Marshal(d)
-	if err == nil {
-		_ = json.Unmarshal(b, out)
-	}
-	return out
 }

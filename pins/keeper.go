@@ -61,19 +61,6 @@ func (k *Keeper) Load(ctx context.Context) (bool, error) {
 	return !same, nil
 }
 
-// Doc is a copy of the pins as the Keeper last read or wrote them.
-func (k *Keeper) Doc(ctx context.Context) (*Doc, error) {
-	if k == nil {
-		return &Doc{Version: docVersion}, nil
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if err := k.loadLocked(ctx); err != nil {
-		return nil, err
-	}
-	return k.doc.clone(), nil
-}
-
 func (k *Keeper) loadLocked(ctx context.Context) error {
 	if k.doc != nil {
 		return nil
@@ -407,25 +394,65 @@ type HeldItem struct {
 // Held lists the held versions the Keeper knows of, by server, kind and
 // name.
 func (k *Keeper) Held(ctx context.Context) ([]HeldItem, error) {
-	d, err := k.Doc(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []HeldItem
-	for server, s := range d.Servers {
-		for _, kind := range []Kind{Tool, Prompt} {
-			for n, ent := range s.entries(kind) {
+	err := k.eachHeld(ctx, func(server string, kind Kind, name string, ent *Entry) {
+		out = append(out, heldItem(server, kind, name, ent))
+	})
+	slices.SortFunc(out, func(a, b HeldItem) int {
+		return strings.Compare(a.Server+"\x00"+string(a.Kind)+"\x00"+a.Name, b.Server+"\x00"+string(b.Kind)+"\x00"+b.Name)
+	})
+	return out, err
+}
+
+// HeldOne is the held version of server's kind named name, if one is
+// held: the refusal of a held prompt names its change.
+func (k *Keeper) HeldOne(ctx context.Context, server string, kind Kind, name string) (HeldItem, bool, error) {
+	var item HeldItem
+	found := false
+	err := k.eachHeld(ctx, func(s string, kd Kind, n string, ent *Entry) {
+		if s == server && kd == kind && n == name {
+			item, found = heldItem(s, kd, n, ent), true
+		}
+	})
+	return item, found, err
+}
+
+// HeldCounts is how many tools and prompts of each server are held: the
+// held gauge, set at every registry build, needs no diff.
+func (k *Keeper) HeldCounts(ctx context.Context) (map[string]int, error) {
+	counts := map[string]int{}
+	err := k.eachHeld(ctx, func(server string, _ Kind, _ string, _ *Entry) { counts[server]++ })
+	return counts, err
+}
+
+// eachHeld calls f with every held entry of the pins in force, under the
+// Keeper's lock and without copying them: f must not edit the entry (the
+// Keeper replaces its pins, never edits them).
+func (k *Keeper) eachHeld(ctx context.Context, f func(server string, kind Kind, name string, ent *Entry)) error {
+	if k == nil {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.loadLocked(ctx); err != nil {
+		return err
+	}
+	for server, s := range k.doc.Servers {
+		for kind, entries := range map[Kind]map[string]*Entry{Tool: s.Tools, Prompt: s.Prompts} {
+			for n, ent := range entries {
 				if ent.Held != nil {
-					out = append(out, HeldItem{Server: server, Kind: kind, Name: n, Pinned: ent.Pinned,
-						Held: *ent.Held, Change: Compare(ent.Pinned.Def, ent.Held.Def)})
+					f(server, kind, n, ent)
 				}
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b HeldItem) int {
-		return strings.Compare(a.Server+"\x00"+string(a.Kind)+"\x00"+a.Name, b.Server+"\x00"+string(b.Kind)+"\x00"+b.Name)
-	})
-	return out, nil
+	return nil
+}
+
+// heldItem is a held entry as Held lists it, with its change.
+func heldItem(server string, kind Kind, name string, ent *Entry) HeldItem {
+	return HeldItem{Server: server, Kind: kind, Name: name, Pinned: ent.Pinned, Held: *ent.Held,
+		Change: Compare(ent.Pinned.Def, ent.Held.Def)}
 }
 
 // sameDoc reports whether a and b hold the same pins.

@@ -98,7 +98,7 @@ func TestToolsHeldAndAccept(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "accepted tool read of server acme.files (description changed)\n") {
 		t.Fatalf("accept: exit %d, stdout %q, stderr %q", code, out, errText)
 	}
-	doc, err := pins.NewKeeper(pins.FileStore{Path: pinsFile}, pins.KeeperOptions{}).Doc(context.Background())
+	doc, err := pins.FileStore{Path: pinsFile}.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
