@@ -118,11 +118,22 @@ func decodeServer(name string, b []byte) (*pins.Server, error) {
 	return d.Servers[name], nil
 }
 
-// encodeServer is the value of server name's key.
-func encodeServer(name string, srv *pins.Server) ([]byte, error) {
+// serverValue is server name's pins as its key's value: a pins.Doc of
+// that server alone.
+func serverValue(name string, srv *pins.Server) ([]byte, error) {
 	b, err := json.Marshal(&pins.Doc{Version: pinsFormat, Servers: map[string]*pins.Server{name: srv}})
 	if err != nil {
 		return nil, fmt.Errorf("pins: %w", err)
+	}
+	return b, nil
+}
+
+// encodeServer is the value of server name's key, refused past etcd's
+// limit.
+func encodeServer(name string, srv *pins.Server) ([]byte, error) {
+	b, err := serverValue(name, srv)
+	if err != nil {
+		return nil, err
 	}
 	if len(b) > pinsValueLimit {
 		return nil, fmt.Errorf("pins: the pins of server %s are %d bytes, more than etcd keeps in one value "+
@@ -187,9 +198,9 @@ func (s *PinStore) Update(ctx context.Context, change func(*pins.Doc) (bool, err
 func encodeAll(d *pins.Doc) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(d.Servers))
 	for name, srv := range d.Servers {
-		b, err := json.Marshal(&pins.Doc{Version: pinsFormat, Servers: map[string]*pins.Server{name: srv}})
+		b, err := serverValue(name, srv)
 		if err != nil {
-			return nil, fmt.Errorf("pins: %w", err)
+			return nil, err
 		}
 		out[name] = b
 	}
